@@ -1,0 +1,29 @@
+# Set-up and everyday commands. Needs only python3 (3.11+) on the PATH; everything else goes in .venv.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: install run demo test lint bench clean
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip==25.3
+	$(PY) -m pip install --quiet -e '.[test,dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+## make run: the local Stripe emulator + the service on SQLite, at http://127.0.0.1:5000
+run: install
+	$(PY) -m scripts.dev
+
+## make test: the whole suite (SQLite; set TEST_DATABASE_URL for PostgreSQL)
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check app tests scripts wsgi.py
+
+clean:
+	rm -rf $(VENV) instance .pytest_cache

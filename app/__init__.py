@@ -1,0 +1,77 @@
+"""Application factory: ``create_app(config=None)`` reads as the list of what the service is made of."""
+import os
+
+from flask import Flask
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from app import config as app_config
+from app.commands import register_commands
+from app.errors import register_errorhandlers
+from app.extensions import api, db, limiter, migrate
+from app.fields import Timestamp
+from app.request_id import register_request_id
+
+
+def create_app(config=None):
+    """Create the Flask app from the environment, overridden by the ``config`` mapping (tests pass theirs).
+
+    Raises ``app.config.ConfigError`` naming the variable when the configuration is unusable.
+    """
+    app = Flask(__name__, instance_relative_config=True)
+    configure(app, config)
+    register_extensions(app)
+    register_blueprints(app)
+    register_errorhandlers(app)
+    register_request_id(app)
+    register_commands(app)
+    return app
+
+
+def configure(app, config):
+    app.config.from_mapping(app_config.DEFAULTS)
+    app.config.from_mapping(
+        SQLALCHEMY_DATABASE_URI=f"sqlite:///{app.instance_path}/app.db",
+        SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
+        API_TITLE="Subscription service",
+        API_VERSION="1.0.0",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/",
+        OPENAPI_JSON_PATH="openapi.json",
+        API_SPEC_OPTIONS={
+            "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+        },
+    )
+    app.config.from_mapping(app_config.from_environ())
+    app.config.from_mapping(config or {})
+    app_config.validate(app.config)
+    os.makedirs(app.instance_path, exist_ok=True)
+    if app.config["PROXY_FIX_X_FOR"]:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["PROXY_FIX_X_FOR"])
+
+
+def register_extensions(app):
+    db.init_app(app)
+    migrate.init_app(app, db)
+    limiter.init_app(app)
+    api.init_app(app)
+    api.register_field(Timestamp, "string", "date-time")
+
+
+def register_blueprints(app):
+    from app import auth, health
+
+    api.register_blueprint(auth.blp)
+    api.register_blueprint(health.blp)
+
+
+@event.listens_for(Engine, "connect")
+def _sqlite_pragmas(dbapi_connection, connection_record):
+    # SQLite ignores foreign keys (and so ON DELETE CASCADE) unless asked on every connection.
+    if type(dbapi_connection).__module__.startswith("sqlite3"):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=5000")
+        cursor.close()

@@ -1,0 +1,47 @@
+"""Request and response bodies of the auth endpoints (CONTRACT "Resources as JSON")."""
+from marshmallow import Schema, fields, validate
+
+from app.fields import Timestamp
+
+
+class RegisterSchema(Schema):
+    email = fields.Email(required=True, validate=validate.Length(max=320))
+    password = fields.String(required=True, load_only=True, validate=validate.Length(min=8, max=1024))
+    name = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=255))
+
+
+class LoginSchema(Schema):
+    email = fields.Email(required=True, validate=validate.Length(max=320))
+    password = fields.String(required=True, load_only=True, validate=validate.Length(max=1024))
+    remember_me = fields.Boolean(load_default=False)
+
+
+class TokenSchema(Schema):
+    token_type = fields.String(required=True, metadata={"example": "Bearer"})
+    access_token = fields.String(required=True, metadata={"description": "<id>|<secret>; send as a bearer token"})
+    expires_at = Timestamp(allow_none=True, required=True)
+
+
+class CardSchema(Schema):
+    brand = fields.String(required=True)
+    last4 = fields.String(required=True)
+
+
+class SubscriptionSchema(Schema):
+    id = fields.String(required=True, metadata={"description": "Provider subscription id"})
+    status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
+    price = fields.String(allow_none=True, required=True)
+    plan = fields.String(allow_none=True, required=True)
+    cancel_at_period_end = fields.Boolean(required=True)
+    current_period_end = Timestamp(allow_none=True, required=True)
+    ends_at = Timestamp(allow_none=True, required=True)
+    on_grace_period = fields.Boolean(required=True)
+
+
+class UserSchema(Schema):
+    id = fields.Integer(required=True)
+    email = fields.String(required=True)
+    name = fields.String(allow_none=True, required=True)
+    plan = fields.String(required=True, metadata={"description": "Entitled plan at the time of the request"})
+    card = fields.Nested(CardSchema, allow_none=True, required=True)
+    subscription = fields.Nested(SubscriptionSchema, allow_none=True, required=True)

@@ -1,0 +1,150 @@
+"""Personal access tokens: issue, verify, rotate, revoke and prune (SPEC 2, 3 and 5; CONTRACT "Token").
+
+A token's plain text is ``<id>|<AUTH_TOKEN_PREFIX><secret>``; the secret is 43 URL-safe characters
+(256 bits from ``secrets``) and only the SHA-256 hex digest of ``<prefix><secret>`` is stored.
+Functions here never commit: the caller owns the transaction.
+"""
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+
+from flask import current_app
+from sqlalchemy import delete, or_, select, update
+
+from app.errors import Unauthenticated
+from app.extensions import db
+from app.models import AccessToken
+from app.timeutil import utcnow
+
+TOKEN_NAME = "auth"
+REMEMBER_ME_LIFETIME = timedelta(days=30)
+SESSION_LIFETIME = timedelta(hours=2)
+# Writing last_used_at on every request serialises a busy client's requests on one row.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+PRUNE_BATCH_SIZE = 10_000
+
+
+def _digest(secret):
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def global_lifetime():
+    """Return ``AUTH_TOKEN_EXPIRATION`` as a ``timedelta``, or ``None`` when tokens do not expire."""
+    minutes = current_app.config["AUTH_TOKEN_EXPIRATION"]
+    return None if minutes is None else timedelta(minutes=minutes)
+
+
+def effective_expiry(token):
+    """Return when ``token`` expires (UTC): its own ``expires_at``, else created + global lifetime."""
+    if token.expires_at is not None:
+        return token.expires_at
+    lifetime = global_lifetime()
+    return None if lifetime is None else token.created_at + lifetime
+
+
+def issue(user, lifetime=None):
+    """Create a token named ``auth`` with no abilities for ``user``; return ``(token, plain_text)``.
+
+    ``lifetime`` (a ``timedelta``) sets an explicit ``expires_at``; ``None`` leaves the global
+    expiration in charge.
+    """
+    now = utcnow()
+    secret = current_app.config["AUTH_TOKEN_PREFIX"] + secrets.token_urlsafe(32)
+    token = AccessToken(
+        user=user,
+        name=TOKEN_NAME,
+        token=_digest(secret),
+        abilities=[],
+        created_at=now,
+        expires_at=None if lifetime is None else now + lifetime,
+    )
+    db.session.add(token)
+    db.session.flush()
+    return token, f"{token.id}|{secret}"
+
+
+def authenticate(plain_text):
+    """Return the valid ``AccessToken`` (with its user loaded) for a bearer credential.
+
+    Raises ``Unauthenticated`` when the credential is malformed, unknown, does not match, or has
+    expired (SPEC 5 rule 4: expiry is checked on every authenticated request).
+    """
+    token_id, _, secret = (plain_text or "").partition("|")
+    if not token_id.isdigit() or not secret:
+        raise Unauthenticated.invalid_token("malformed token")
+    token = db.session.get(AccessToken, int(token_id))
+    if token is None or not hmac.compare_digest(token.token, _digest(secret)):
+        raise Unauthenticated.invalid_token("unknown or revoked token")
+    expiry = effective_expiry(token)
+    if expiry is not None and expiry <= utcnow():
+        raise Unauthenticated.invalid_token("token expired")
+    return token
+
+
+def touch(token):
+    """Record use of ``token``, at most once per ``LAST_USED_RESOLUTION``; return whether it wrote."""
+    now = utcnow()
+    if token.last_used_at is not None and now - token.last_used_at < LAST_USED_RESOLUTION:
+        return False
+    result = db.session.execute(
+        update(AccessToken)
+        .where(AccessToken.id == token.id)
+        .where(or_(AccessToken.last_used_at.is_(None), AccessToken.last_used_at <= now - LAST_USED_RESOLUTION))
+        .values(last_used_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount > 0
+
+
+def login_lifetime(remember_me):
+    """Return the explicit lifetime for a login (SPEC 4 rule 1), ``None`` without remember-me support."""
+    if not current_app.config["AUTH_REMEMBER_ME"]:
+        return None
+    return REMEMBER_ME_LIFETIME if remember_me else SESSION_LIFETIME
+
+
+def rotate(token):
+    """Delete ``token`` and issue its successor; return ``(token, plain_text)`` (SPEC 5 rule 6).
+
+    With ``AUTH_REMEMBER_ME`` on, the successor keeps the old token's lifetime (SPEC 4 rule 2);
+    otherwise it gets the default configured expiration.
+    """
+    lifetime = None
+    if current_app.config["AUTH_REMEMBER_ME"] and token.expires_at is not None:
+        lifetime = token.expires_at - token.created_at
+    user = token.user
+    revoke(token)
+    return issue(user, lifetime)
+
+
+def revoke(token):
+    """Delete ``token`` (logout, SPEC 5 rule 6)."""
+    db.session.delete(token)
+    db.session.flush()
+
+
+def prune(hours=1, batch_size=PRUNE_BATCH_SIZE, on_batch=None):
+    """Delete tokens expired more than ``hours`` hours ago; return how many were deleted.
+
+    Deletes in batches of ``batch_size`` ids, committing each, so memory stays flat however many
+    tokens there are. ``on_batch(count)`` is called after each batch (for a progress bar). This is
+    the one function here that commits: a prune over a million rows must not be one transaction.
+    """
+    cutoff = utcnow() - timedelta(hours=hours)
+    expired = AccessToken.expires_at <= cutoff
+    lifetime = global_lifetime()
+    if lifetime is not None:
+        expired = or_(expired, AccessToken.expires_at.is_(None) & (AccessToken.created_at <= cutoff - lifetime))
+    total = 0
+    while True:
+        batch = select(AccessToken.id).where(expired).limit(batch_size).scalar_subquery()
+        deleted = db.session.execute(
+            delete(AccessToken).where(AccessToken.id.in_(batch)).execution_options(synchronize_session=False)
+        ).rowcount
+        db.session.commit()
+        total += deleted
+        if on_batch is not None:
+            on_batch(deleted)
+        if deleted < batch_size:
+            return total

@@ -1,0 +1,190 @@
+"""One error tree and one JSON error shape (CONTRACT "Error") for every failure the API can answer.
+
+Every error leaves the service as ``{"error": {"code", "message", "details"?}}``; werkzeug's
+HTTP errors, marshmallow/webargs validation errors and unexpected exceptions are mapped onto it.
+"""
+import logging
+import re
+
+from flask import g, jsonify
+from marshmallow import Schema, fields
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+
+
+class AppError(Exception):
+    """Base of every error the API answers on purpose: a ``code``, an HTTP ``status`` and a sentence."""
+
+    status = 500
+    code = "internal_error"
+    message = "The server hit an unexpected error."
+
+    def __init__(self, message=None, *, details=None, headers=None):
+        super().__init__(message or self.message)
+        self.message = message or self.message
+        self.details = details
+        self.headers = headers or {}
+
+
+class InvalidCredentials(AppError):
+    status = 401
+    code = "invalid_credentials"
+    message = "The email or password is incorrect."
+
+
+class Unauthenticated(AppError):
+    """401 with an RFC 6750 ``WWW-Authenticate`` challenge (section 3)."""
+
+    status = 401
+    code = "unauthenticated"
+    message = "A valid bearer token is required."
+
+    @classmethod
+    def missing_token(cls):
+        # RFC 6750 3.1: a request without credentials gets no error code in the challenge.
+        return cls(headers={"WWW-Authenticate": 'Bearer realm="api"'})
+
+    @classmethod
+    def invalid_token(cls, reason):
+        challenge = f'Bearer realm="api", error="invalid_token", error_description="{reason}"'
+        return cls(f"The bearer token is invalid: {reason}.", headers={"WWW-Authenticate": challenge})
+
+
+class NotFound(AppError):
+    status = 404
+    code = "not_found"
+    message = "The requested resource does not exist."
+
+
+class Conflict(AppError):
+    status = 409
+    code = "conflict"
+    message = "The request conflicts with the current state."
+
+
+class AlreadySubscribed(Conflict):
+    code = "already_subscribed"
+    message = "The user already has an active subscription."
+
+
+class EmailTaken(Conflict):
+    code = "email_taken"
+    message = "An account with this email already exists."
+
+
+class UnknownPrice(AppError):
+    status = 422
+    code = "unknown_price"
+
+    @classmethod
+    def for_price(cls, price):
+        return cls(f"Price {price!r} is not offered by this service.", details={"price": price})
+
+
+class InvalidSignature(AppError):
+    status = 400
+    code = "invalid_signature"
+    message = "The webhook signature could not be verified."
+
+
+class InvalidPayload(AppError):
+    status = 400
+    code = "invalid_payload"
+    message = "The webhook payload is not a provider event."
+
+
+class ServiceUnavailable(AppError):
+    status = 503
+    code = "service_unavailable"
+    message = "The service is temporarily unavailable."
+
+
+class ProviderUnavailable(ServiceUnavailable):
+    code = "provider_unavailable"
+    message = "The payment provider did not answer in time; try again shortly."
+
+
+class ErrorBodySchema(Schema):
+    code = fields.String(required=True, metadata={"description": "Stable snake_case error code"})
+    message = fields.String(required=True, metadata={"description": "A sentence for humans"})
+    details = fields.Dict(metadata={"description": "Per-field messages or other structured detail"})
+
+
+class ErrorSchema(Schema):
+    """The one error shape of the API (CONTRACT "Error")."""
+
+    error = fields.Nested(ErrorBodySchema, required=True)
+
+
+_HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    422: "validation_error",
+    429: "rate_limited",
+}
+
+_HTTP_MESSAGES = {
+    404: "No endpoint matches this path.",
+    405: "This endpoint does not accept that HTTP method.",
+    413: "The request body is larger than the service accepts.",
+    422: "The request body is not valid.",
+    429: "Too many requests; retry after the time given in Retry-After.",
+}
+
+
+def error_response(status, code, message, details=None, headers=None):
+    """Build the JSON error response; ``details`` is left out when empty."""
+    body = {"code": code, "message": message}
+    if details:
+        body["details"] = details
+    response = jsonify(error=body)
+    response.status_code = status
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def handle_app_error(error):
+    return error_response(error.status, error.code, error.message, error.details, error.headers)
+
+
+def _validation_details(messages):
+    # webargs nests messages by location ({"json": {...}}); clients only ever send JSON bodies.
+    if isinstance(messages, dict) and set(messages) <= {"json", "query", "headers", "form", "view_args"}:
+        merged = {}
+        for part in messages.values():
+            merged.update(part if isinstance(part, dict) else {"_schema": part})
+        return merged
+    return messages
+
+
+def handle_http_exception(error):
+    """Map werkzeug's and webargs's ``HTTPException`` onto the one error shape."""
+    status = error.code or 500
+    data = getattr(error, "data", None) or {}
+    messages = data.get("messages")
+    headers = dict(data.get("headers") or {})
+    if status == 405 and error.valid_methods:
+        headers["Allow"] = ", ".join(error.valid_methods)
+    if status == 400 and messages:
+        # webargs answers 400 only for a body that is not JSON at all.
+        return error_response(400, "invalid_json", "The request body is not valid JSON.", None, headers)
+    code = _HTTP_CODES.get(status) or re.sub(r"\W+", "_", error.name.lower()).strip("_")
+    message = _HTTP_MESSAGES.get(status) or error.description or error.name
+    details = _validation_details(messages) if status == 422 else None
+    return error_response(status, code, message, details, headers)
+
+
+def handle_unexpected(error):
+    """Log an unexpected exception with the request id and answer 500 without internals."""
+    log.exception("unhandled error (request id %s)", g.get("request_id", "-"))
+    return error_response(500, AppError.code, AppError.message, {"request_id": g.get("request_id")})
+
+
+def register_errorhandlers(app):
+    app.register_error_handler(AppError, handle_app_error)
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(Exception, handle_unexpected)

@@ -1,0 +1,27 @@
+"""Unbound extension objects; ``create_app`` binds them with ``init_app``."""
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from flask_migrate import Migrate
+from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy import MetaData
+
+from app.api import Api
+
+# Views keep using objects after committing; reloading every attribute would cost a query each.
+db = SQLAlchemy(
+    # Named constraints, so migrations can drop or alter them on SQLite and PostgreSQL alike.
+    metadata=MetaData(
+        naming_convention={
+            "ix": "ix_%(column_0_label)s",
+            "uq": "uq_%(table_name)s_%(column_0_name)s",
+            "ck": "ck_%(table_name)s_%(constraint_name)s",
+            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+            "pk": "pk_%(table_name)s",
+        }
+    ),
+    session_options={"expire_on_commit": False},
+)
+# Batch mode lets Alembic alter SQLite tables (it copies them) with the same migration scripts.
+migrate = Migrate(render_as_batch=True, compare_type=True)
+limiter = Limiter(key_func=get_remote_address, headers_enabled=True)
+api = Api()

@@ -1,0 +1,34 @@
+from datetime import datetime
+
+from sqlalchemy import String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+from app.models.types import BigIntId, UTCDateTime
+from app.timeutil import utcnow
+
+
+class User(db.Model):
+    """An account. ``email`` is stored lower-cased, which makes its unique index case-insensitive.
+
+    ``provider_id`` is the Stripe customer id (SPEC's ``users.provider_id``); ``plan`` is the plan
+    last committed by ``CommitPlan`` (``None`` means the free plan); ``pm_type``/``pm_last_four``
+    mirror the customer's default payment method at the provider.
+    """
+
+    __tablename__ = "users"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str | None] = mapped_column(String(255))
+    provider_id: Mapped[str | None] = mapped_column(String(255), unique=True)
+    plan: Mapped[str | None] = mapped_column(String(64))
+    pm_type: Mapped[str | None] = mapped_column(String(32))
+    pm_last_four: Mapped[str | None] = mapped_column(String(4))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    def __repr__(self):
+        return f"<User {self.id} {self.email}>"

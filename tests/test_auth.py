@@ -1,0 +1,264 @@
+"""Auth endpoints through the HTTP client: SPEC 3 token lifecycle, SPEC 4 rules 1-3, SPEC 5."""
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import AccessToken, User
+from tests.conftest import PASSWORD, bearer, login, register
+
+T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+
+
+def parse_ts(value):
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def stored_tokens(app):
+    with app.app_context():
+        return db.session.scalars(select(AccessToken)).all()
+
+
+def test_register_returns_the_user_without_a_token_or_password(client):
+    body = register(client, email="Ada@Example.COM")
+    assert body == {"id": body["id"], "email": "ada@example.com", "name": "Ada", "plan": "free",
+                    "card": None, "subscription": None}
+
+
+def test_register_refuses_an_email_taken_in_another_case(client, user):
+    response = client.post("/auth/register", json={"email": "ADA@example.com", "password": PASSWORD})
+    assert response.status_code == 409
+    assert response.json["error"]["code"] == "email_taken"
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"email": "not-an-email", "password": PASSWORD}, "email"),
+    ({"email": "a@example.com", "password": "short"}, "password"),
+    ({"email": "a@example.com"}, "password"),
+    ({"email": "a@example.com", "password": PASSWORD, "admin": True}, "admin"),
+])
+def test_register_validates_the_body(client, body, field):
+    response = client.post("/auth/register", json=body)
+    assert response.status_code == 422
+    assert response.json["error"]["code"] == "validation_error"
+    assert field in response.json["error"]["details"]
+
+
+def test_password_is_stored_as_an_argon2id_hash(app, client, user):
+    with app.app_context():
+        stored = db.session.get(User, user["id"]).password_hash
+    assert stored.startswith("$argon2id$") and PASSWORD not in stored
+
+
+def test_login_returns_a_bearer_token_per_contract(app, client, user):
+    with time_machine.travel(T0, tick=False):
+        body = login(client)
+    assert body["token_type"] == "Bearer"
+    token_id, secret = body["access_token"].split("|")
+    assert token_id.isdigit() and len(secret) >= 40
+    # No remember-me extension: the global expiration (10080 minutes) applies.
+    assert parse_ts(body["expires_at"]) == T0 + timedelta(minutes=10080)
+    (token,) = stored_tokens(app)
+    assert token.name == "auth" and token.abilities == [] and token.expires_at is None
+    assert token.token == hashlib.sha256(secret.encode()).hexdigest()
+
+
+def test_unknown_email_and_wrong_password_answer_alike(client, user):
+    unknown = client.post("/auth/login", json={"email": "nobody@example.com", "password": PASSWORD})
+    wrong = client.post("/auth/login", json={"email": "ada@example.com", "password": "wrong password"})
+    assert unknown.status_code == wrong.status_code == 401
+    assert unknown.json == wrong.json == {
+        "error": {"code": "invalid_credentials", "message": "The email or password is incorrect."}}
+
+
+def test_login_email_is_case_insensitive(client, user):
+    assert login(client, email=" ADA@example.com ".strip())["token_type"] == "Bearer"
+
+
+def test_me_requires_a_bearer_token(client):
+    response = client.get("/auth/me")
+    assert response.status_code == 401
+    assert response.json["error"]["code"] == "unauthenticated"
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="api"'
+
+
+@pytest.mark.parametrize("header", ["Basic abc", "Bearer", "Bearer nopipe", "Bearer x|y", "Bearer 999|secret"])
+def test_malformed_or_unknown_tokens_are_rejected_with_a_challenge(client, user, header):
+    response = client.get("/auth/me", headers={"Authorization": header})
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response.headers["WWW-Authenticate"]
+
+
+def test_a_valid_id_with_a_wrong_secret_is_rejected(client, auth_headers):
+    token_id = auth_headers["Authorization"].split()[1].split("|")[0]
+    response = client.get("/auth/me", headers={"Authorization": f"Bearer {token_id}|{'x' * 43}"})
+    assert response.status_code == 401
+
+
+def test_me_returns_the_current_user(client, user, auth_headers):
+    assert client.get("/auth/me", headers=auth_headers).json == user
+
+
+def test_logout_deletes_only_the_current_token(app, client, user):
+    first, second = bearer(login(client)), bearer(login(client))
+    assert client.post("/auth/logout", headers=first).status_code == 204
+    assert client.get("/auth/me", headers=first).status_code == 401
+    assert client.get("/auth/me", headers=second).status_code == 200
+    assert len(stored_tokens(app)) == 1
+
+
+def test_refresh_rotates_the_token(app, client, auth_headers):
+    response = client.post("/auth/token/refresh", headers=auth_headers)
+    assert response.status_code == 200
+    assert client.get("/auth/me", headers=auth_headers).status_code == 401
+    assert client.get("/auth/me", headers=bearer(response.json)).status_code == 200
+    assert len(stored_tokens(app)) == 1
+
+
+def test_token_ids_are_never_reused(client, auth_headers):
+    old_id = auth_headers["Authorization"].split()[1].split("|")[0]
+    new_id = client.post("/auth/token/refresh", headers=auth_headers).json["access_token"].split("|")[0]
+    assert int(new_id) > int(old_id)
+
+
+def test_expired_token_is_rejected_and_cannot_be_refreshed(app, client, user):
+    with time_machine.travel(T0, tick=False) as traveller:
+        headers = bearer(login(client))
+        traveller.shift(timedelta(minutes=10080) - timedelta(seconds=1))
+        assert client.get("/auth/me", headers=headers).status_code == 200
+        traveller.shift(timedelta(seconds=1))
+        response = client.get("/auth/me", headers=headers)
+        assert response.status_code == 401
+        assert 'error_description="token expired"' in response.headers["WWW-Authenticate"]
+        assert client.post("/auth/token/refresh", headers=headers).status_code == 401
+    # SPEC 3: expired tokens stay stored until pruned.
+    assert len(stored_tokens(app)) == 1
+
+
+def test_refresh_before_expiry_keeps_the_session_alive(client, user):
+    with time_machine.travel(T0, tick=False) as traveller:
+        headers = bearer(login(client))
+        for _ in range(3):
+            traveller.shift(timedelta(days=6))
+            refreshed = client.post("/auth/token/refresh", headers=headers)
+            assert refreshed.status_code == 200
+            headers = bearer(refreshed.json)
+        assert client.get("/auth/me", headers=headers).status_code == 200
+
+
+def test_global_expiration_is_read_at_check_time(make_app):
+    short = make_app(AUTH_TOKEN_EXPIRATION=5)
+    client = short.test_client()
+    register(client)
+    with time_machine.travel(T0, tick=False) as traveller:
+        headers = bearer(login(client))
+        traveller.shift(timedelta(minutes=5))
+        assert client.get("/auth/me", headers=headers).status_code == 401
+
+
+def test_empty_global_expiration_means_tokens_do_not_expire(make_app):
+    client = make_app(AUTH_TOKEN_EXPIRATION="").test_client()
+    register(client)
+    with time_machine.travel(T0, tick=False) as traveller:
+        body = login(client)
+        assert body["expires_at"] is None
+        traveller.shift(timedelta(days=3650))
+        assert client.get("/auth/me", headers=bearer(body)).status_code == 200
+
+
+def test_remember_me_is_ignored_without_the_extension(client, user):
+    with time_machine.travel(T0, tick=False):
+        body = login(client, remember_me=True)
+    assert parse_ts(body["expires_at"]) == T0 + timedelta(minutes=10080)
+
+
+@pytest.mark.parametrize("remember_me, lifetime", [(True, timedelta(days=30)), (False, timedelta(hours=2)),
+                                                   (None, timedelta(hours=2))])
+def test_remember_me_extension_sets_an_explicit_expiry(make_app, remember_me, lifetime):
+    client = make_app(AUTH_REMEMBER_ME="true").test_client()
+    register(client)
+    extra = {} if remember_me is None else {"remember_me": remember_me}
+    with time_machine.travel(T0, tick=False) as traveller:
+        body = login(client, **extra)
+        assert parse_ts(body["expires_at"]) == T0 + lifetime
+        traveller.shift(lifetime - timedelta(seconds=1))
+        assert client.get("/auth/me", headers=bearer(body)).status_code == 200
+        traveller.shift(timedelta(seconds=1))
+        assert client.get("/auth/me", headers=bearer(body)).status_code == 401
+
+
+def test_explicit_expiry_wins_over_the_global_expiration(make_app):
+    # 30 remembered days outlive a 7-day global lifetime (SPEC 5 rule 5).
+    client = make_app(AUTH_REMEMBER_ME="1").test_client()
+    register(client)
+    with time_machine.travel(T0, tick=False) as traveller:
+        headers = bearer(login(client, remember_me=True))
+        traveller.shift(timedelta(days=20))
+        assert client.get("/auth/me", headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize("remember_me, lifetime", [(True, timedelta(days=30)), (False, timedelta(hours=2))])
+def test_refresh_carries_the_remember_me_lifetime_forward(make_app, remember_me, lifetime):
+    client = make_app(AUTH_REMEMBER_ME="on").test_client()
+    register(client)
+    with time_machine.travel(T0, tick=False) as traveller:
+        headers = bearer(login(client, remember_me=remember_me))
+        traveller.shift(timedelta(minutes=30))
+        refreshed = client.post("/auth/token/refresh", headers=headers).json
+        assert parse_ts(refreshed["expires_at"]) == T0 + timedelta(minutes=30) + lifetime
+
+
+def test_token_prefix_is_part_of_the_secret(make_app):
+    app = make_app(AUTH_TOKEN_PREFIX="subs_")
+    client = app.test_client()
+    register(client)
+    body = login(client)
+    secret = body["access_token"].split("|", 1)[1]
+    assert secret.startswith("subs_") and len(secret) >= 45
+    assert client.get("/auth/me", headers=bearer(body)).status_code == 200
+    assert stored_tokens(app)[0].token == hashlib.sha256(secret.encode()).hexdigest()
+
+
+def test_last_used_at_is_written_at_most_once_a_minute(app, client, user):
+    with time_machine.travel(T0, tick=False) as traveller:
+        headers = bearer(login(client))
+        assert stored_tokens(app)[0].last_used_at is None
+        client.get("/auth/me", headers=headers)
+        assert stored_tokens(app)[0].last_used_at == T0
+        traveller.shift(timedelta(seconds=59))
+        client.get("/auth/me", headers=headers)
+        assert stored_tokens(app)[0].last_used_at == T0
+        traveller.shift(timedelta(seconds=1))
+        client.get("/auth/me", headers=headers)
+        assert stored_tokens(app)[0].last_used_at == T0 + timedelta(minutes=1)
+
+
+def test_login_is_rate_limited_per_email_and_address(client, user):
+    statuses = [client.post("/auth/login", json={"email": "ada@example.com", "password": "wrong one"}).status_code
+                for _ in range(11)]
+    assert statuses == [401] * 10 + [429]
+    limited = client.post("/auth/login", json={"email": "ada@example.com", "password": PASSWORD})
+    assert limited.status_code == 429
+    assert limited.json["error"]["code"] == "rate_limited"
+    assert int(limited.headers["Retry-After"]) > 0
+    # Another email from the same address is not locked out by the first one's failures.
+    assert client.post("/auth/login", json={"email": "bob@example.com", "password": PASSWORD}).status_code == 401
+
+
+def test_rate_limit_window_passes(client, user):
+    with time_machine.travel(T0, tick=False) as traveller:
+        for _ in range(11):
+            client.post("/auth/login", json={"email": "ada@example.com", "password": "wrong one"})
+        traveller.shift(timedelta(minutes=1, seconds=1))
+        assert login(client)["token_type"] == "Bearer"
+
+
+def test_deleting_a_user_deletes_their_tokens(app, client, user, auth_headers):
+    with app.app_context():
+        db.session.delete(db.session.get(User, user["id"]))
+        db.session.commit()
+    assert stored_tokens(app) == []
+    assert client.get("/auth/me", headers=auth_headers).status_code == 401

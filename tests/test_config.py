@@ -1,0 +1,40 @@
+"""Configuration errors name the variable and stop the service from starting (CONTRACT "Configuration")."""
+import pytest
+
+from app import create_app
+from app.config import ConfigError
+from tests.conftest import BASE_CONFIG
+
+
+@pytest.mark.parametrize("override, name", [
+    ({"PROVIDER_WEBHOOK_SECRET": ""}, "PROVIDER_WEBHOOK_SECRET"),
+    ({"PROVIDER_WEBHOOK_SECRET": " , "}, "PROVIDER_WEBHOOK_SECRET"),
+    ({"AUTH_TOKEN_EXPIRATION": "a week"}, "AUTH_TOKEN_EXPIRATION"),
+    ({"AUTH_TOKEN_EXPIRATION": "-1"}, "AUTH_TOKEN_EXPIRATION"),
+    ({"PROVIDER_PLANS": "[1, 2]"}, "PROVIDER_PLANS"),
+    ({"PROVIDER_PLANS": "{not json"}, "PROVIDER_PLANS"),
+    ({"PROVIDER_WEBHOOK_TOLERANCE": "soon"}, "PROVIDER_WEBHOOK_TOLERANCE"),
+    ({"FREE_PLAN": " "}, "FREE_PLAN"),
+])
+def test_bad_configuration_names_the_variable(override, name):
+    with pytest.raises(ConfigError, match=name):
+        create_app({**BASE_CONFIG, **override})
+
+
+def test_missing_webhook_secret_refuses_to_start(monkeypatch):
+    monkeypatch.delenv("PROVIDER_WEBHOOK_SECRET", raising=False)
+    config = {k: v for k, v in BASE_CONFIG.items() if k != "PROVIDER_WEBHOOK_SECRET"}
+    with pytest.raises(ConfigError, match="PROVIDER_WEBHOOK_SECRET is not set"):
+        create_app(config)
+
+
+def test_environment_is_read(monkeypatch):
+    monkeypatch.setenv("PROVIDER_WEBHOOK_SECRET", "whsec_old, whsec_new")
+    monkeypatch.setenv("AUTH_TOKEN_EXPIRATION", "60")
+    monkeypatch.setenv("PROVIDER_PLANS", '{"price_1": "pro"}')
+    monkeypatch.setenv("DATABASE_URL", "sqlite:///:memory:")
+    app = create_app({"TESTING": True})
+    assert app.config["PROVIDER_WEBHOOK_SECRET"] == ["whsec_old", "whsec_new"]
+    assert app.config["AUTH_TOKEN_EXPIRATION"] == 60
+    assert app.config["PROVIDER_PLANS"] == {"price_1": "pro"}
+    assert app.config["SQLALCHEMY_DATABASE_URI"] == "sqlite:///:memory:"

@@ -1,0 +1,74 @@
+"""Every failure answers the one JSON error shape (CONTRACT "Error"), never an HTML page."""
+import logging
+
+import pytest
+
+from tests.conftest import PASSWORD
+
+
+def assert_error(response, status, code):
+    assert response.status_code == status
+    assert response.mimetype == "application/json"
+    assert set(response.json) == {"error"}
+    assert response.json["error"]["code"] == code
+    assert isinstance(response.json["error"]["message"], str) and response.json["error"]["message"]
+    return response.json["error"]
+
+
+def test_unknown_path_is_a_json_404(client):
+    assert_error(client.get("/no/such/path"), 404, "not_found")
+
+
+def test_wrong_method_is_a_json_405_with_allow(client):
+    response = client.delete("/auth/login")
+    assert_error(response, 405, "method_not_allowed")
+    assert "POST" in response.headers["Allow"]
+
+
+def test_oversized_body_is_a_json_413(client):
+    response = client.post("/auth/login", data=b"{" + b" " * (1024 * 1024 + 1) + b"}",
+                           content_type="application/json")
+    assert_error(response, 413, "payload_too_large")
+
+
+def test_malformed_json_is_a_json_400(client):
+    assert_error(client.post("/auth/register", data="{not json", content_type="application/json"),
+                 400, "invalid_json")
+
+
+@pytest.mark.parametrize("body", [[], "a string", 42, {"email": ["x"], "password": {"a": 1}}])
+def test_wrong_types_are_a_422_with_field_details(client, body):
+    error = assert_error(client.post("/auth/login", json=body), 422, "validation_error")
+    assert error["details"]
+
+
+@pytest.mark.parametrize("email", ["a\x00b@example.com", "ü" * 400 + "@example.com", "\ud83d\ude00@@"])
+def test_odd_input_is_refused_cleanly(client, email):
+    assert_error(client.post("/auth/register", json={"email": email, "password": PASSWORD}), 422,
+                 "validation_error")
+
+
+def test_non_json_content_type_is_a_422(client):
+    assert_error(client.post("/auth/login", data="email=a&password=b",
+                             content_type="application/x-www-form-urlencoded"), 422, "validation_error")
+
+
+def test_unexpected_exception_is_a_json_500_logged_with_the_request_id(make_app, caplog):
+    app = make_app()
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+
+    @app.get("/boom")
+    def boom():
+        raise RuntimeError("secret internals")
+
+    with caplog.at_level(logging.ERROR, logger="app"):
+        response = app.test_client().get("/boom", headers={"X-Request-ID": "req-123"})
+    error = assert_error(response, 500, "internal_error")
+    assert "secret internals" not in response.get_data(as_text=True)
+    assert error["details"] == {"request_id": "req-123"}
+    assert response.headers["X-Request-ID"] == "req-123"
+    assert any("req-123" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def test_every_response_carries_a_request_id(client):
+    assert len(client.get("/health").headers["X-Request-ID"]) == 32
