@@ -1,0 +1,157 @@
+"""``/_emulator/*`` control endpoints (JSON in/out, no auth) for tests and demos.
+
+They drive what a real Stripe account would do on its own: time passing (renewals,
+trial ends, scheduled cancellations), failing renewals, webhook delivery quirks
+(pause, flush, reorder, duplicate) and API faults (errors, slowness).
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, current_app, jsonify, request
+
+from . import lifecycle
+from .plumbing import store
+from .state import public
+
+bp = Blueprint("stripe_control", __name__, url_prefix="/_emulator")
+
+
+def _delivery():
+    return current_app.extensions["stripe_emulator"]["delivery"]
+
+
+def _body() -> dict:
+    return request.get_json(silent=True) or {}
+
+
+def _bad(message: str, status: int = 400):
+    return jsonify({"error": message}), status
+
+
+@bp.post("/reset")
+def reset():
+    store().reset()
+    return jsonify({"reset": True, "clock": store().now()})
+
+
+@bp.get("/clock")
+def clock():
+    st = store()
+    with st.lock:
+        return jsonify({"now": st.now(), "offset_seconds": st.clock_offset})
+
+
+@bp.post("/clock/advance")
+def advance():
+    seconds = _body().get("seconds")
+    if not isinstance(seconds, (int, float)) or seconds < 0:
+        return _bad("'seconds' must be a non-negative number")
+    st = store()
+    with st.lock:
+        processed = lifecycle.advance(st, seconds)
+        return jsonify({"now": st.now(), "offset_seconds": st.clock_offset,
+                        "processed": processed})
+
+
+@bp.post("/fail_next_renewal")
+def fail_next_renewal():
+    sub_id = _body().get("subscription")
+    st = store()
+    with st.lock:
+        if sub_id not in st.subscriptions:
+            return _bad(f"no such subscription: {sub_id!r}", 404)
+        st.fail_next_renewal.add(sub_id)
+        return jsonify({"subscription": sub_id, "fail_next_renewal": True})
+
+
+@bp.get("/delivery")
+def delivery():
+    return jsonify(_delivery().snapshot())
+
+
+@bp.post("/delivery/pause")
+def pause():
+    _delivery().set_paused(True)
+    return jsonify({"paused": True})
+
+
+@bp.post("/delivery/resume")
+def resume():
+    _delivery().set_paused(False)
+    return jsonify({"paused": False})
+
+
+@bp.post("/delivery/flush")
+def flush():
+    return jsonify(_delivery().flush())
+
+
+def _count() -> int | None:
+    count = _body().get("count")
+    return count if isinstance(count, int) and count >= 0 else None
+
+
+@bp.post("/delivery/reorder")
+def reorder():
+    count = _count()
+    if count is None:
+        return _bad("'count' must be a non-negative integer")
+    _delivery().reorder(count)
+    return jsonify({"reorder": count})
+
+
+@bp.post("/delivery/duplicate")
+def duplicate():
+    count = _count()
+    if count is None:
+        return _bad("'count' must be a non-negative integer")
+    _delivery().duplicate(count)
+    return jsonify({"duplicate": count})
+
+
+@bp.post("/faults")
+def add_fault():
+    body = _body()
+    fault = {"path_prefix": body.get("path_prefix") or "/v1/",
+             "status": body.get("status"), "count": body.get("count", 1),
+             "delay_seconds": float(body.get("delay_seconds") or 0)}
+    if fault["status"] is not None and not isinstance(fault["status"], int):
+        return _bad("'status' must be an integer HTTP status")
+    if not isinstance(fault["count"], int) or fault["count"] < 1:
+        return _bad("'count' must be a positive integer")
+    st = store()
+    with st.lock:
+        st.faults.append(fault)
+        return jsonify({"faults": list(st.faults)})
+
+
+@bp.get("/faults")
+def list_faults():
+    st = store()
+    with st.lock:
+        return jsonify({"faults": list(st.faults)})
+
+
+@bp.delete("/faults")
+def clear_faults():
+    st = store()
+    with st.lock:
+        st.faults.clear()
+        return jsonify({"faults": []})
+
+
+@bp.get("/state")
+def state():
+    st = store()
+    with st.lock:
+        return jsonify({
+            "now": st.now(),
+            "customers": [public(c) | {"deleted": bool(c.get("_deleted"))}
+                          for c in st.customers.values()],
+            "subscriptions": [public(s) for s in st.subscriptions.values()],
+            "webhook_endpoints": [public(w) for w in st.webhook_endpoints.values()],
+            "events_count": len(st.events),
+            "event_types": [e["type"] for e in sorted(st.events.values(),
+                                                       key=lambda e: e["_seq"])],
+            "faults": list(st.faults),
+        })
