@@ -7,6 +7,7 @@ from sqlalchemy.engine import Engine
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app import config as app_config
+from app.billing.stripe_provider import StripeProvider
 from app.commands import register_commands
 from app.errors import register_errorhandlers
 from app.extensions import api, db, limiter, migrate
@@ -22,7 +23,9 @@ def create_app(config=None):
     app = Flask(__name__, instance_relative_config=True)
     configure(app, config)
     register_extensions(app)
+    register_provider(app)
     register_blueprints(app)
+    register_listeners(app)
     register_errorhandlers(app)
     register_request_id(app)
     register_commands(app)
@@ -59,11 +62,26 @@ def register_extensions(app):
     api.register_field(Timestamp, "string", "date-time")
 
 
-def register_blueprints(app):
-    from app import auth, health
+def register_provider(app):
+    app.extensions["subscription_provider"] = StripeProvider(
+        api_key=app.config["PROVIDER_API_KEY"],
+        api_base=app.config["PROVIDER_API_BASE"] or None,
+        timeout=app.config["PROVIDER_TIMEOUT"],
+        max_network_retries=app.config["PROVIDER_MAX_NETWORK_RETRIES"],
+    )
 
-    api.register_blueprint(auth.blp)
-    api.register_blueprint(health.blp)
+
+def register_blueprints(app):
+    from app import auth, health, subscription, webhook
+
+    for feature in (auth, subscription, webhook, health):
+        api.register_blueprint(feature.blp)
+
+
+def register_listeners(app):
+    # Importing connects the module-level receivers to webhook_handled (blinker holds them weakly,
+    # so they must live at module level).
+    from app.listeners import commit_payment_method, commit_plan  # noqa: F401
 
 
 @event.listens_for(Engine, "connect")

@@ -3,9 +3,13 @@ import sys
 
 import click
 from flask.cli import with_appcontext
+from sqlalchemy import or_, select
 
 from app.auth import service, tokens
+from app.billing.events import missing_event_types
+from app.billing.provider import get_provider
 from app.extensions import db
+from app.models import User
 
 
 @click.command("create-user")
@@ -36,6 +40,71 @@ def prune_tokens_command(hours):
     click.echo(f"pruned {deleted} expired token(s)")
 
 
+def _users(keys, every):
+    if every:
+        return db.session.scalars(select(User.id).where(User.provider_id.is_not(None)).order_by(User.id)).all()
+    ids = []
+    for key in keys:
+        match = User.email == service.normalise_email(key)
+        if key.isdigit():
+            match = or_(match, User.id == int(key))
+        user_id = db.session.scalar(select(User.id).where(match))
+        if user_id is None:
+            raise click.BadParameter(f"no user with email or id {key!r}", param_hint="EMAIL_OR_ID")
+        ids.append(user_id)
+    return ids
+
+
+def _state(described):
+    subscriptions = ", ".join(f"{k}={v}" for k, v in described["subscriptions"].items()) or "no subscription"
+    return f"plan={described['plan']} card={described['card'] or '-'} {subscriptions}"
+
+
+@click.command("sync-user")
+@click.argument("keys", nargs=-1, metavar="EMAIL_OR_ID...")
+@click.option("--all", "every", is_flag=True, help="Every user with a provider customer.")
+@with_appcontext
+def sync_user_command(keys, every):
+    """Pull users' live billing state from the provider and commit it as a webhook would."""
+    if not keys and not every:
+        raise click.UsageError("name at least one EMAIL_OR_ID, or pass --all")
+    provider, failed = get_provider(), 0
+    with click.progressbar(_users(keys, every), label="syncing", file=sys.stderr) as user_ids:
+        for user_id in user_ids:
+            user = db.session.get(User, user_id)
+            try:
+                result = provider.sync(user)
+                db.session.commit()
+            except Exception as exc:  # one user's failure must not stop the others
+                db.session.rollback()
+                failed += 1
+                click.echo(f"\n{user.email}: FAILED ({exc.__class__.__name__}: {exc})")
+                continue
+            change = f"{_state(result.before)} -> {_state(result.after)}" if result.changed else "unchanged"
+            click.echo(f"\n{result.email}: {change}")
+    if failed:
+        raise click.ClickException(f"{failed} user(s) could not be synced")
+
+
+@click.command("check-webhook")
+@click.option("--url", default=None, help="Check only the endpoint with this URL.")
+@with_appcontext
+def check_webhook_command(url):
+    """Check that a provider webhook endpoint sends every event type the service needs."""
+    endpoints = [e for e in get_provider().list_webhook_endpoints()
+                 if e.get("status", "enabled") == "enabled" and (url is None or e.get("url") == url)]
+    if not endpoints:
+        raise click.ClickException("no enabled webhook endpoint" + (f" with URL {url}" if url else ""))
+    complete = False
+    for endpoint in endpoints:
+        missing = missing_event_types(endpoint.get("enabled_events"))
+        complete = complete or not missing
+        verdict = "ok" if not missing else "missing " + ", ".join(missing)
+        click.echo(f"{endpoint.get('id')} {endpoint.get('url')}: {verdict}")
+    if not complete:
+        raise click.ClickException("no endpoint sends every event type the service needs")
+
+
 def register_commands(app):
-    for command in (create_user_command, prune_tokens_command):
+    for command in (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command):
         app.cli.add_command(command)

@@ -76,7 +76,8 @@ DEFAULTS = {
     "PROVIDER_API_KEY": "",
     "PROVIDER_API_BASE": "",
     "PROVIDER_WEBHOOK_TOLERANCE": "300",
-    "PROVIDER_TIMEOUT": "10",
+    "PROVIDER_TIMEOUT": "5",
+    "PROVIDER_MAX_NETWORK_RETRIES": "1",
     "PROVIDER_PLANS": "{}",
     "FREE_PLAN": "free",
     "MAX_CONTENT_LENGTH": str(1024 * 1024),
@@ -95,6 +96,7 @@ def validate(config):
     for name in (
         "PROVIDER_WEBHOOK_TOLERANCE",
         "PROVIDER_TIMEOUT",
+        "PROVIDER_MAX_NETWORK_RETRIES",
         "PASSWORD_HASH_TIME_COST",
         "PASSWORD_HASH_MEMORY_COST",
         "MAX_CONTENT_LENGTH",

@@ -4,14 +4,25 @@ The database is SQLite in a temporary folder, or the PostgreSQL database named b
 ``TEST_DATABASE_URL`` (CI sets one up and throws it away). The schema is built once per session by
 the real migrations; every test then starts from empty tables.
 """
+import copy
+import hashlib
+import hmac
+import json
 import os
+import threading
+import time
+from pathlib import Path
 
 import pytest
+import stripe
 from flask_migrate import upgrade
 from sqlalchemy import create_engine, text
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 from app import create_app
+from app.billing.events import REQUIRED_EVENT_TYPES
 from app.extensions import db
+from scripts.stripe_emulator.testing import RunningEmulator
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "migrations")
 WEBHOOK_SECRET = "whsec_test_secret"
@@ -23,8 +34,12 @@ BASE_CONFIG = {
     # Argon2id with small costs keeps the suite fast; production defaults are in app.config.
     "PASSWORD_HASH_TIME_COST": 1,
     "PASSWORD_HASH_MEMORY_COST": 1024,
-    "PROVIDER_PLANS": {"price_basic": "basic", "price_pro": "pro"},
+    # The fixture events' price, and the emulator prices tests create, map to plans.
+    "PROVIDER_PLANS": {"price_000000000000000000000000": "pro", "gold21323": "gold"},
+    "PROVIDER_API_KEY": "sk_test_emulator",
+    "PROVIDER_MAX_NETWORK_RETRIES": 0,
 }
+FIXTURES = Path(__file__).parent / "fixtures" / "stripe_events"
 
 
 def _reset_schema(url):
@@ -49,13 +64,48 @@ def database_url(tmp_path_factory):
     return url
 
 
+@pytest.fixture(scope="session")
+def emulator():
+    """The Stripe emulator, in this process, for the whole session; reset before each test that uses it."""
+    running = RunningEmulator().start()
+    yield running
+    running.stop()
+
+
 @pytest.fixture
-def make_app(database_url):
-    """Return a factory of apps on the test database with extra config; tables are emptied afterwards."""
+def stripe_client(emulator):
+    """The real stripe SDK pointed at the emulator, for driving the provider side in tests."""
+    return stripe.StripeClient("sk_test_emulator", base_addresses={"api": emulator.url}, max_network_retries=0)
+
+
+@pytest.fixture
+def prices(stripe_client):
+    """Two recurring prices at the emulator, also mapped in ``PROVIDER_PLANS`` by ``make_app``."""
+    product = stripe_client.v1.products.create(params={"name": "Service"})
+    made = {}
+    for plan, amount in (("basic", 900), ("pro", 2900)):
+        made[plan] = stripe_client.v1.prices.create(params={
+            "product": product.id, "unit_amount": amount, "currency": "usd", "recurring": {"interval": "month"},
+            "lookup_key": plan}).id
+    return made
+
+
+@pytest.fixture
+def make_app(database_url, emulator, request):
+    """Return a factory of apps on the test database with extra config; tables are emptied afterwards.
+
+    The provider is the emulator (reset first); prices made by the ``prices`` fixture are mapped.
+    """
     made = []
+    emulator.reset()
+    price_plans = {}
+    if "prices" in request.fixturenames:
+        price_plans = {price: plan for plan, price in request.getfixturevalue("prices").items()}
 
     def factory(**config):
-        app = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": database_url, **config})
+        plans = {**BASE_CONFIG["PROVIDER_PLANS"], **price_plans, **config.pop("PROVIDER_PLANS", {})}
+        app = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": database_url, "PROVIDER_API_BASE": emulator.url,
+                          "PROVIDER_PLANS": plans, **config})
         made.append(app)
         return app
 
@@ -110,3 +160,51 @@ def user(client):
 @pytest.fixture
 def auth_headers(client, user):
     return bearer(login(client))
+
+
+def load_event(name, **changes):
+    """Return a deep copy of the fixture event whose file name starts with ``name``, top-level keys changed."""
+    (path,) = FIXTURES.glob(f"{name}*.json")
+    event = copy.deepcopy(json.loads(path.read_text()))
+    event.update(changes)
+    return event
+
+
+def sign(payload, secret=WEBHOOK_SECRET, timestamp=None):
+    """Return a ``Stripe-Signature`` header for ``payload`` (bytes), as Stripe computes it."""
+    timestamp = int(time.time()) if timestamp is None else timestamp
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + payload, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={digest}"
+
+
+def deliver(client, event, **sign_options):
+    """POST ``event`` (a dict) to the webhook endpoint, signed; return the response."""
+    payload = json.dumps(event).encode()
+    return client.post("/provider/webhook", data=payload, content_type="application/json",
+                       headers={"Stripe-Signature": sign(payload, **sign_options)})
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, *args, **kwargs):
+        pass
+
+
+@pytest.fixture
+def live(make_app, stripe_client):
+    """The service over real HTTP, registered at the emulator as its webhook endpoint.
+
+    Yields ``(app, base_url)``. The app's webhook secret is the one the emulator issued.
+    """
+    holder = {}
+    server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True,
+                         request_handler=_QuietHandler)
+    base_url = f"http://127.0.0.1:{server.server_port}"
+    endpoint = stripe_client.v1.webhook_endpoints.create(
+        params={"url": f"{base_url}/provider/webhook", "enabled_events": list(REQUIRED_EVENT_TYPES)})
+    holder["app"] = make_app(PROVIDER_WEBHOOK_SECRET=endpoint.secret)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield holder["app"], base_url
+    server.shutdown()
+    server.server_close()
+    thread.join(5)

@@ -2,6 +2,7 @@
 from marshmallow import Schema, fields, validate
 
 from app.fields import Timestamp
+from app.subscription.schemas import SubscriptionSchema
 
 
 class RegisterSchema(Schema):
@@ -25,17 +26,6 @@ class TokenSchema(Schema):
 class CardSchema(Schema):
     brand = fields.String(required=True)
     last4 = fields.String(required=True)
-
-
-class SubscriptionSchema(Schema):
-    id = fields.String(required=True, metadata={"description": "Provider subscription id"})
-    status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
-    price = fields.String(allow_none=True, required=True)
-    plan = fields.String(allow_none=True, required=True)
-    cancel_at_period_end = fields.Boolean(required=True)
-    current_period_end = Timestamp(allow_none=True, required=True)
-    ends_at = Timestamp(allow_none=True, required=True)
-    on_grace_period = fields.Boolean(required=True)
 
 
 class UserSchema(Schema):

@@ -1,12 +1,13 @@
 """Account operations behind the auth endpoints and CLI. Nothing here commits."""
-from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.auth import passwords, tokens
+from app.billing import plans
 from app.errors import EmailTaken, InvalidCredentials
 from app.extensions import db
 from app.models import User
+from app.timeutil import utcnow
 
 
 def normalise_email(email):
@@ -16,11 +17,17 @@ def normalise_email(email):
 
 def register_user(email, password, name=None):
     """Create and return a ``User``; raises ``EmailTaken`` (409) when the email is already registered."""
-    user = User(email=normalise_email(email), password_hash=passwords.hash_password(password), name=name)
+    email = normalise_email(email)
+    if db.session.scalar(select(User.id).where(User.email == email)) is not None:
+        raise EmailTaken()
+    user = User(email=email, password_hash=passwords.hash_password(password), name=name)
+    db.session.add(user)
     try:
-        with db.session.begin_nested():
-            db.session.add(user)
+        db.session.flush()
     except IntegrityError:
+        # Lost a race for the email. The failed INSERT has already aborted the transaction on
+        # PostgreSQL, so rolling back is the only way on, for any caller.
+        db.session.rollback()
         raise EmailTaken() from None
     return user
 
@@ -42,6 +49,7 @@ def login(email, password, remember_me=False):
 
 def present_user(user):
     """Return the CONTRACT "User" resource of ``user`` as a dict for ``UserSchema``."""
+    now = utcnow()
     card = None
     if user.pm_type and user.pm_last_four:
         card = {"brand": user.pm_type, "last4": user.pm_last_four}
@@ -49,7 +57,7 @@ def present_user(user):
         "id": user.id,
         "email": user.email,
         "name": user.name,
-        "plan": user.plan or current_app.config["FREE_PLAN"],
+        "plan": plans.entitled_plan(user, now),
         "card": card,
-        "subscription": None,
+        "subscription": plans.present_subscription(plans.current_subscription(user, now), now),
     }

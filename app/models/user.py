@@ -1,7 +1,7 @@
 from datetime import datetime
 
 from sqlalchemy import String
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
 from app.models.types import BigIntId, UTCDateTime
@@ -29,6 +29,9 @@ class User(db.Model):
     pm_last_four: Mapped[str | None] = mapped_column(String(4))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    subscriptions = relationship("Subscription", back_populates="user", passive_deletes=True,
+                                 order_by="Subscription.id")
 
     def __repr__(self):
         return f"<User {self.id} {self.email}>"

@@ -1,0 +1,84 @@
+"""Reading provider objects in every shape Stripe has sent them (CONTRACT "Read both object shapes").
+
+A reference may be an id string or an expanded object; the period end may sit on the subscription
+(API before 2025-03-31) or on its items (later); an invoice's subscription may sit at the top level
+or under ``parent.subscription_details``.
+"""
+from app.timeutil import from_timestamp
+
+# Statuses that end a subscription for good at the provider.
+TERMINAL_STATUSES = frozenset({"canceled", "incomplete_expired"})
+
+
+def ref_id(value):
+    """Return the id of a reference that may be an id, an expanded object or ``None``."""
+    if isinstance(value, dict):
+        return value.get("id")
+    return value or None
+
+
+def customer_id_of(obj):
+    """Return the customer id an event's object belongs to (a customer is its own)."""
+    if obj.get("object") == "customer":
+        return obj.get("id")
+    return ref_id(obj.get("customer"))
+
+
+def items_of(subscription):
+    items = subscription.get("items") or {}
+    return items.get("data") or [] if isinstance(items, dict) else []
+
+
+def price_of(item):
+    """Return an item's price id (``price``, or the legacy ``plan``)."""
+    return ref_id(item.get("price")) or ref_id(item.get("plan"))
+
+
+def product_of(item):
+    price = item.get("price") if isinstance(item.get("price"), dict) else item.get("plan")
+    return ref_id(price.get("product")) if isinstance(price, dict) else None
+
+
+def current_period_end(subscription):
+    """Return the current period end: on the subscription, else the latest one on its items."""
+    if subscription.get("current_period_end"):
+        return from_timestamp(subscription["current_period_end"])
+    ends = [item["current_period_end"] for item in items_of(subscription) if item.get("current_period_end")]
+    return from_timestamp(max(ends)) if ends else None
+
+
+def ends_at(subscription, period_end):
+    """Return when access ends: the end of a terminal subscription, else a scheduled cancellation."""
+    if subscription.get("status") in TERMINAL_STATUSES:
+        return from_timestamp(subscription.get("ended_at") or subscription.get("canceled_at"))
+    if subscription.get("cancel_at_period_end"):
+        return from_timestamp(subscription.get("cancel_at")) or period_end
+    return from_timestamp(subscription.get("cancel_at"))
+
+
+def subscription_id_of_invoice(invoice):
+    """Return the subscription an invoice bills, in the old (top-level) or new (``parent``) shape."""
+    parent = invoice.get("parent") or {}
+    details = parent.get("subscription_details") or {}
+    return ref_id(invoice.get("subscription")) or ref_id(details.get("subscription"))
+
+
+def client_secret_of(subscription):
+    """Return the client secret that confirms a subscription's first payment, or ``None``."""
+    invoice = subscription.get("latest_invoice")
+    if not isinstance(invoice, dict):
+        return None
+    confirmation = invoice.get("confirmation_secret") or {}
+    if confirmation.get("client_secret"):
+        return confirmation["client_secret"]
+    intent = invoice.get("payment_intent")
+    return intent.get("client_secret") if isinstance(intent, dict) else None
+
+
+def card_of(payment_method):
+    """Return ``(brand, last4)`` of a payment method (a card's brand, else the method's type)."""
+    if not isinstance(payment_method, dict):
+        return None, None
+    kind = payment_method.get("type") or "card"
+    details = payment_method.get(kind) or {}
+    return (details.get("brand") or kind), details.get("last4")

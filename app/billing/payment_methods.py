@@ -1,0 +1,35 @@
+"""The user's card: promote the paying method to the customer default, mirror brand and last four.
+
+SPEC 6 listener rule 2: the provider saves the method on the subscription only
+(``save_default_payment_method=on_subscription``), so without promotion it never reaches the
+customer and a just-paid user shows no card.
+"""
+from app.billing import objects
+
+
+def store_card(user, payment_method):
+    """Copy brand and last four of ``payment_method`` (a dict, or ``None`` to clear) onto the user."""
+    user.pm_type, user.pm_last_four = objects.card_of(payment_method)
+
+
+def promote(provider, user, payment_method_id):
+    """Make ``payment_method_id`` the customer's default unless it already is; mirror the card.
+
+    Idempotent: when the method is already the default no provider write happens.
+    """
+    customer = provider.retrieve_customer(user.provider_id)
+    default = (customer.get("invoice_settings") or {}).get("default_payment_method")
+    if objects.ref_id(default) == payment_method_id and isinstance(default, dict):
+        store_card(user, default)
+        return False
+    provider.set_default_payment_method(user.provider_id, payment_method_id)
+    store_card(user, provider.retrieve_payment_method(payment_method_id))
+    return True
+
+
+def refresh_from_customer(provider, user, customer):
+    """Mirror the card of ``customer``'s default payment method (an id, an object or absent)."""
+    default = (customer.get("invoice_settings") or {}).get("default_payment_method")
+    if default is not None and not isinstance(default, dict):
+        default = provider.retrieve_payment_method(default)
+    store_card(user, default)

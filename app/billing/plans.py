@@ -1,0 +1,69 @@
+"""Which plan a user is entitled to, computed from their stored subscriptions (SPEC 6 listener rule 1)."""
+import logging
+
+from flask import current_app
+
+from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+
+def plan_for_price(price):
+    """Return the plan name of a provider price through ``PROVIDER_PLANS``.
+
+    A price the service does not know (say, one added in the provider's dashboard) is shown as its
+    own id, with a warning, rather than silently downgrading a paying user to the free plan.
+    """
+    plans = current_app.config["PROVIDER_PLANS"]
+    if price in plans:
+        return plans[price]
+    log.warning("price %s is not in PROVIDER_PLANS; using the price id as the plan name", price)
+    return price
+
+
+def entitled_subscription(user, now=None):
+    """Return the newest subscription that is valid at ``now``, or ``None``."""
+    now = now or utcnow()
+    valid = [s for s in user.subscriptions if s.is_valid(now)]
+    return max(valid, key=lambda s: (s.provider_created_at or s.created_at, s.id), default=None)
+
+
+def entitled_plan(user, now=None):
+    """Return the plan name the user is entitled to at ``now``: ``FREE_PLAN`` without a valid subscription."""
+    subscription = entitled_subscription(user, now)
+    if subscription is None or subscription.provider_price is None:
+        return current_app.config["FREE_PLAN"]
+    return plan_for_price(subscription.provider_price)
+
+
+def current_subscription(user, now=None):
+    """Return the subscription to show the user: the entitled one, else the newest."""
+    subscription = entitled_subscription(user, now)
+    if subscription is not None or not user.subscriptions:
+        return subscription
+    return max(user.subscriptions, key=lambda s: (s.provider_created_at or s.created_at, s.id))
+
+
+def recompute_plan(user):
+    """Store the entitled plan in ``users.plan`` (``None`` for the free plan); return ``(before, after)``."""
+    before = user.plan
+    plan = entitled_plan(user)
+    user.plan = None if plan == current_app.config["FREE_PLAN"] else plan
+    return before, user.plan
+
+
+def present_subscription(subscription, now=None):
+    """Return the CONTRACT "Subscription" resource as a dict, or ``None``."""
+    if subscription is None:
+        return None
+    now = now or utcnow()
+    return {
+        "id": subscription.provider_id,
+        "status": subscription.provider_status,
+        "price": subscription.provider_price,
+        "plan": plan_for_price(subscription.provider_price) if subscription.provider_price else None,
+        "cancel_at_period_end": subscription.cancel_at_period_end,
+        "current_period_end": subscription.current_period_end,
+        "ends_at": subscription.ends_at,
+        "on_grace_period": subscription.on_grace_period(now),
+    }

@@ -1,0 +1,83 @@
+"""The ``SubscriptionProvider`` contract (SPEC 4 "Synchronization entry point").
+
+Views, listeners and commands talk to the payment provider only through this interface; objects
+come back as plain dicts shaped as the provider's API documents them. ``sync`` is implemented
+once, here, on top of the primitive calls.
+"""
+from abc import ABC, abstractmethod
+
+from flask import current_app
+
+
+class SubscriptionProvider(ABC):
+    """What the service needs from a payment provider. Every call may raise ``ProviderUnavailable``."""
+
+    @abstractmethod
+    def verify_event(self, payload, signature_header, secrets, tolerance):
+        """Return the event dict of a signed delivery; raise ``InvalidSignature`` or ``InvalidPayload``.
+
+        ``payload`` is the raw body (bytes); any one of ``secrets`` may have signed it; the
+        signature timestamp may differ from now by at most ``tolerance`` seconds either way.
+        """
+
+    @abstractmethod
+    def create_customer(self, email, name, user_id, idempotency_key):
+        """Create a customer and return its id."""
+
+    @abstractmethod
+    def retrieve_customer(self, customer_id):
+        """Return the customer with ``invoice_settings.default_payment_method`` expanded."""
+
+    @abstractmethod
+    def set_default_payment_method(self, customer_id, payment_method_id):
+        """Make the payment method the customer's ``invoice_settings.default_payment_method``."""
+
+    @abstractmethod
+    def retrieve_payment_method(self, payment_method_id):
+        """Return the payment method, or ``None`` when the provider has no such method (any more)."""
+
+    @abstractmethod
+    def retrieve_payment_intent(self, payment_intent_id):
+        """Return the payment intent."""
+
+    @abstractmethod
+    def create_subscription(self, customer_id, price, idempotency_key):
+        """Create an incomplete subscription awaiting payment; ``latest_invoice.confirmation_secret`` expanded.
+
+        Uses ``payment_behavior=default_incomplete`` and
+        ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT).
+        """
+
+    @abstractmethod
+    def retrieve_subscription(self, subscription_id):
+        """Return the live subscription, ``latest_invoice.confirmation_secret`` expanded."""
+
+    @abstractmethod
+    def list_subscriptions(self, customer_id):
+        """Return every subscription of the customer, whatever its status."""
+
+    @abstractmethod
+    def cancel_subscription(self, subscription_id):
+        """Cancel the subscription now and return it."""
+
+    @abstractmethod
+    def create_portal_session(self, customer_id, return_url):
+        """Return the URL of a billing portal session for the customer."""
+
+    @abstractmethod
+    def list_webhook_endpoints(self):
+        """Return the webhook endpoints registered at the provider."""
+
+    def sync(self, user):
+        """Pull the user's live subscriptions and commit them locally as the webhooks would.
+
+        Returns a ``billing.sync.SyncResult``; the caller commits. See ``billing.sync.sync_user``.
+        """
+        from app.billing.sync import sync_user
+
+        return sync_user(self, user)
+
+
+def get_provider():
+    """Return the app's ``SubscriptionProvider`` (set up by ``create_app``)."""
+    return current_app.extensions["subscription_provider"]

@@ -1,0 +1,141 @@
+"""``StripeProvider``: the ``SubscriptionProvider`` contract on the official ``stripe`` SDK.
+
+The only module that imports ``stripe``. Network failures, rate limits and Stripe's 5xx become
+``ProviderUnavailable`` (503); the SDK retries idempotent requests itself (``max_network_retries``)
+and every create carries an idempotency key.
+"""
+import json
+import logging
+import time
+from contextlib import contextmanager
+
+import stripe
+
+from app.billing.provider import SubscriptionProvider
+from app.errors import InvalidPayload, InvalidSignature, ProviderUnavailable, UnknownPrice
+
+log = logging.getLogger(__name__)
+
+SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret"]
+
+
+@contextmanager
+def _provider_call(what):
+    try:
+        yield
+    except (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError, stripe.AuthenticationError) as exc:
+        log.warning("provider call failed: %s: %s", what, exc)
+        raise ProviderUnavailable() from exc
+
+
+class StripeProvider(SubscriptionProvider):
+    def __init__(self, api_key, api_base=None, timeout=5, max_network_retries=1):
+        """``timeout`` is per HTTP attempt, in seconds; ``api_base`` points the SDK at the emulator."""
+        self._client = stripe.StripeClient(
+            api_key or "sk_test_unset",
+            base_addresses={"api": api_base} if api_base else None,
+            max_network_retries=max_network_retries,
+            http_client=stripe.RequestsClient(timeout=timeout),
+        )
+        self._v1 = self._client.v1
+
+    def verify_event(self, payload, signature_header, secrets, tolerance):
+        """Verify Stripe's ``Stripe-Signature`` (HMAC-SHA256 over ``t.`` + body) with any of ``secrets``.
+
+        Stripe's SDK rejects only old timestamps; one further than ``tolerance`` seconds in the
+        future is rejected here too, so a captured signature cannot be pre-dated for later replay.
+        """
+        if not signature_header:
+            raise InvalidSignature("The Stripe-Signature header is missing.")
+        for secret in secrets:
+            try:
+                stripe.WebhookSignature.verify_header(payload, signature_header, secret, tolerance)
+                break
+            except stripe.SignatureVerificationError:
+                continue
+        else:
+            raise InvalidSignature()
+        stamp = dict(part.split("=", 1) for part in signature_header.split(",") if "=" in part).get("t", "")
+        if stamp.isdigit() and int(stamp) > time.time() + tolerance:
+            raise InvalidSignature("The webhook signature timestamp is in the future.")
+        try:
+            event = json.loads(payload)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise InvalidPayload("The webhook body is not JSON.") from None
+        return event
+
+    def create_customer(self, email, name, user_id, idempotency_key):
+        with _provider_call("create customer"):
+            customer = self._v1.customers.create(
+                params={"email": email, "name": name or "", "metadata": {"user_id": str(user_id)}},
+                options={"idempotency_key": idempotency_key},
+            )
+        return customer.id
+
+    def retrieve_customer(self, customer_id):
+        with _provider_call("retrieve customer"):
+            return self._v1.customers.retrieve(
+                customer_id, params={"expand": ["invoice_settings.default_payment_method"]}
+            ).to_dict()
+
+    def set_default_payment_method(self, customer_id, payment_method_id):
+        with _provider_call("set default payment method"):
+            self._v1.customers.update(
+                customer_id, params={"invoice_settings": {"default_payment_method": payment_method_id}}
+            )
+
+    def retrieve_payment_method(self, payment_method_id):
+        try:
+            with _provider_call("retrieve payment method"):
+                return self._v1.payment_methods.retrieve(payment_method_id).to_dict()
+        except stripe.InvalidRequestError as exc:
+            if exc.code == "resource_missing":
+                return None
+            raise
+
+    def retrieve_payment_intent(self, payment_intent_id):
+        with _provider_call("retrieve payment intent"):
+            return self._v1.payment_intents.retrieve(payment_intent_id).to_dict()
+
+    def create_subscription(self, customer_id, price, idempotency_key):
+        params = {
+            "customer": customer_id,
+            "items": [{"price": price}],
+            "payment_behavior": "default_incomplete",
+            "payment_settings": {"save_default_payment_method": "on_subscription"},
+            "expand": SUBSCRIPTION_EXPAND,
+        }
+        try:
+            with _provider_call("create subscription"):
+                subscription = self._v1.subscriptions.create(
+                    params=params, options={"idempotency_key": idempotency_key})
+        except stripe.InvalidRequestError as exc:
+            if exc.param and "price" in exc.param:
+                raise UnknownPrice.for_price(price) from exc
+            raise
+        return subscription.to_dict()
+
+    def retrieve_subscription(self, subscription_id):
+        with _provider_call("retrieve subscription"):
+            return self._v1.subscriptions.retrieve(subscription_id, params={"expand": SUBSCRIPTION_EXPAND}).to_dict()
+
+    def list_subscriptions(self, customer_id):
+        with _provider_call("list subscriptions"):
+            page = self._v1.subscriptions.list(params={"customer": customer_id, "status": "all", "limit": 100})
+            return [subscription.to_dict() for subscription in page.auto_paging_iter()]
+
+    def cancel_subscription(self, subscription_id):
+        with _provider_call("cancel subscription"):
+            return self._v1.subscriptions.cancel(subscription_id).to_dict()
+
+    def create_portal_session(self, customer_id, return_url):
+        params = {"customer": customer_id}
+        if return_url:
+            params["return_url"] = return_url
+        with _provider_call("create billing portal session"):
+            return self._v1.billing_portal.sessions.create(params=params).url
+
+    def list_webhook_endpoints(self):
+        with _provider_call("list webhook endpoints"):
+            page = self._v1.webhook_endpoints.list(params={"limit": 100})
+            return [endpoint.to_dict() for endpoint in page.auto_paging_iter()]

@@ -1,0 +1,52 @@
+"""``CommitPaymentMethod``: promote the card that paid to the customer default (SPEC 6 listener rule 2)."""
+from app.billing import objects, payment_methods, state
+from app.billing.provider import get_provider
+from app.signals import webhook_handled
+
+
+def _from_subscription(event):
+    obj, previous = event["data"]["object"], event["data"].get("previous_attributes") or {}
+    # Only when the method or the status moved: every other update leaves the card as it was.
+    if event["type"] == "customer.subscription.created" or {"default_payment_method", "status"} & set(previous):
+        return objects.ref_id(obj.get("default_payment_method"))
+    return None
+
+
+def _from_invoice(event):
+    invoice = event["data"]["object"]
+    if not objects.subscription_id_of_invoice(invoice):
+        return None  # a one-off invoice says nothing about the subscription's card
+    method = objects.ref_id(invoice.get("default_payment_method"))
+    if method:
+        return method
+    intents = [invoice.get("payment_intent")]
+    intents += [(p.get("payment") or {}).get("payment_intent") for p in (invoice.get("payments") or {}).get("data", [])]
+    intent = next((objects.ref_id(i) for i in intents if objects.ref_id(i)), None)
+    return objects.ref_id(get_provider().retrieve_payment_intent(intent).get("payment_method")) if intent else None
+
+
+# Event type -> how to find the method that paid (STYLE rule 8).
+PAYING_METHOD = {
+    "customer.subscription.created": _from_subscription,
+    "customer.subscription.updated": _from_subscription,
+    "invoice.paid": _from_invoice,
+    "invoice.payment_succeeded": _from_invoice,
+}
+
+
+@webhook_handled.connect
+def commit_payment_method(sender, event, **extra):
+    """Promote the paying method and mirror brand and last four; ``customer.updated`` refreshes them."""
+    obj = event["data"]["object"]
+    if event["type"] not in PAYING_METHOD and event["type"] != "customer.updated":
+        return
+    user = state.user_for_customer(objects.customer_id_of(obj))
+    if user is None:
+        return
+    if event["type"] == "customer.updated":
+        if "invoice_settings" in (event["data"].get("previous_attributes") or {}):
+            payment_methods.refresh_from_customer(get_provider(), user, obj)
+        return
+    method = PAYING_METHOD[event["type"]](event)
+    if method:
+        payment_methods.promote(get_provider(), user, method)

@@ -1,0 +1,73 @@
+from datetime import datetime
+
+from sqlalchemy import Boolean, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.types import BigIntId, UTCDateTime
+from app.timeutil import utcnow
+
+# Statuses in which the user has what they pay for (CONTRACT: valid = active or trialing).
+VALID_STATUSES = frozenset({"active", "trialing"})
+
+
+class Subscription(db.Model):
+    """The local copy of a provider subscription, written only from provider state (SPEC 1).
+
+    ``provider_updated_at`` is the ``created`` time of the newest event applied (a sync counts as
+    "now"), so an older event delivered late never rolls the row back (CONTRACT "Webhook processing").
+    ``ends_at`` is when access ends: the period end of a cancellation scheduled at period end, or
+    when the provider ended it.
+    """
+
+    __tablename__ = "subscriptions"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    type: Mapped[str] = mapped_column(String(64), default="default")
+    provider_id: Mapped[str] = mapped_column(String(255), unique=True)
+    provider_status: Mapped[str] = mapped_column(String(32))
+    provider_price: Mapped[str | None] = mapped_column(String(255))
+    quantity: Mapped[int | None] = mapped_column(Integer)
+    cancel_at_period_end: Mapped[bool] = mapped_column(Boolean, default=False)
+    current_period_end: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    trial_ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    provider_created_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    provider_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    user = relationship("User", back_populates="subscriptions")
+    items = relationship("SubscriptionItem", back_populates="subscription", cascade="all, delete-orphan",
+                         passive_deletes=True, order_by="SubscriptionItem.id")
+
+    def is_valid(self, now):
+        """Whether the user is entitled to this subscription's plan at ``now`` (aware UTC)."""
+        return self.provider_status in VALID_STATUSES and (self.ends_at is None or self.ends_at > now)
+
+    def on_grace_period(self, now):
+        """Whether it is cancelled but still valid until ``ends_at`` (Cashier's ``onGracePeriod``)."""
+        return self.ends_at is not None and self.is_valid(now)
+
+    def __repr__(self):
+        return f"<Subscription {self.provider_id} {self.provider_status}>"
+
+
+class SubscriptionItem(db.Model):
+    """One price line of a subscription."""
+
+    __tablename__ = "subscription_items"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
+    subscription_id: Mapped[int] = mapped_column(ForeignKey("subscriptions.id", ondelete="CASCADE"), index=True)
+    provider_id: Mapped[str] = mapped_column(String(255), unique=True)
+    provider_product: Mapped[str | None] = mapped_column(String(255))
+    provider_price: Mapped[str] = mapped_column(String(255))
+    quantity: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    subscription = relationship("Subscription", back_populates="items")

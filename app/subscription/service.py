@@ -1,0 +1,74 @@
+"""Subscription operations behind the user-facing endpoints. Nothing here commits."""
+from flask import current_app
+from sqlalchemy import select
+
+from app.billing import objects, plans, state
+from app.billing.provider import get_provider
+from app.errors import AlreadySubscribed, UnknownPrice
+from app.extensions import db
+from app.models import Notification, Subscription
+
+
+def ensure_customer(user):
+    """Create the user's provider customer on first use and store it in ``users.provider_id``.
+
+    The caller should commit before creating anything for the customer, so that webhooks for it,
+    which may arrive at once, find the user. The idempotency key makes concurrent first calls
+    get the same customer.
+    """
+    if not user.provider_id:
+        user.provider_id = get_provider().create_customer(user.email, user.name, user.id, f"customer-{user.id}")
+    return user.provider_id
+
+
+def _open_subscription(user):
+    """Return the user's newest subscription still awaiting its first payment, or ``None``."""
+    incomplete = [s for s in user.subscriptions if s.provider_status == "incomplete"]
+    return max(incomplete, key=lambda s: s.id, default=None)
+
+
+def create_intent(user, price):
+    """Start (or resume) a subscription to ``price``; return ``(Subscription, client_secret, created)``.
+
+    CONTRACT "/subscription/intent" and SPEC 4 rule 4: with a local incomplete subscription the
+    user's state is synced from the provider first (a payment may have cleared since the last
+    webhook). Then an active or trialing subscription raises ``AlreadySubscribed`` (409) and
+    nothing is torn down; an incomplete one for the same price is returned as it is
+    (``created=False``); one for another price is cancelled and a new one is created. A per-user
+    lock held to the end of the transaction makes concurrent calls create one subscription.
+    Raises ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
+    """
+    if price not in current_app.config["PROVIDER_PLANS"]:
+        raise UnknownPrice.for_price(price)
+    provider = get_provider()
+    state.lock_user(user)
+    db.session.expire(user)
+    if _open_subscription(user) is not None:
+        provider.sync(user)
+    if plans.entitled_subscription(user) is not None:
+        raise AlreadySubscribed()
+    pending = _open_subscription(user)
+    if pending is not None and pending.provider_price == price:
+        live = provider.retrieve_subscription(pending.provider_id)
+        return pending, objects.client_secret_of(live), False
+    if pending is not None:
+        state.apply_subscription(user, provider.cancel_subscription(pending.provider_id), state.live_as_of())
+    attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
+    live = provider.create_subscription(ensure_customer(user), price, f"subscription-{user.id}-{attempt}-{price}")
+    subscription = state.apply_subscription(user, live, state.live_as_of())
+    plans.recompute_plan(user)
+    return subscription, objects.client_secret_of(live), True
+
+
+def portal_url(user, return_url=None):
+    """Return the URL of a provider billing portal session for the user (creating the customer if needed)."""
+    return get_provider().create_portal_session(ensure_customer(user), return_url)
+
+
+def list_notifications(user, limit=20, starting_after=None):
+    """Return ``(notifications, has_more)``: the user's notifications newest first, ``limit`` per page."""
+    query = select(Notification).where(Notification.user_id == user.id)
+    if starting_after is not None:
+        query = query.where(Notification.id < starting_after)
+    rows = db.session.scalars(query.order_by(Notification.id.desc()).limit(limit + 1)).all()
+    return rows[:limit], len(rows) > limit

@@ -1,0 +1,73 @@
+"""Subscription endpoints (CONTRACT "Endpoints"). Subscription state itself only changes by webhook or sync."""
+from flask import g
+from flask_smorest import Blueprint
+
+from app.auth.bearer import auth_required
+from app.billing import plans
+from app.extensions import db
+from app.subscription import service
+from app.subscription.schemas import (
+    IntentRequestSchema,
+    IntentSchema,
+    NotificationPageSchema,
+    NotificationQuerySchema,
+    PortalRequestSchema,
+    PortalSchema,
+    SubscriptionStateSchema,
+)
+
+blp = Blueprint("subscription", __name__, description="Subscription state and payment set-up")
+
+
+@blp.route("/subscription", methods=["GET"])
+@auth_required
+@blp.response(200, SubscriptionStateSchema)
+def show():
+    """Return the entitled plan and the subscription that grants it (else the newest one, or null)."""
+    user = g.current_user
+    return {"plan": plans.entitled_plan(user),
+            "subscription": plans.present_subscription(plans.current_subscription(user))}
+
+
+@blp.route("/subscription/intent", methods=["POST"])
+@auth_required
+@blp.arguments(IntentRequestSchema)
+@blp.response(201, IntentSchema)
+@blp.alt_response(200, schema=IntentSchema, description="The pending subscription for this price, reused",
+                  success=True)
+@blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def intent(body):
+    """Create or resume a subscription awaiting payment; confirm it client-side with ``client_secret``.
+
+    201 for a new subscription, 200 for the pending one reused; 409 ``already_subscribed``; 422
+    ``unknown_price``; 503 ``provider_unavailable``. See ``service.create_intent`` (SPEC 4 rule 4).
+    """
+    service.ensure_customer(g.current_user)
+    db.session.commit()
+    subscription, client_secret, created = service.create_intent(g.current_user, body["price"])
+    db.session.commit()
+    return {"subscription": plans.present_subscription(subscription), "client_secret": client_secret}, (
+        201 if created else 200)
+
+
+@blp.route("/subscription/portal", methods=["POST"])
+@auth_required
+@blp.arguments(PortalRequestSchema)
+@blp.response(200, PortalSchema)
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def portal(body):
+    """Return a provider billing portal URL where the user can cancel, resume or swap their plan."""
+    url = service.portal_url(g.current_user, body["return_url"])
+    db.session.commit()
+    return {"url": url}
+
+
+@blp.route("/notifications", methods=["GET"])
+@auth_required
+@blp.arguments(NotificationQuerySchema, location="query")
+@blp.response(200, NotificationPageSchema)
+def notifications(query):
+    """Return the user's lifecycle notifications, newest first; page with ``starting_after``."""
+    rows, has_more = service.list_notifications(g.current_user, **query)
+    return {"data": rows, "has_more": has_more}

@@ -1,0 +1,4 @@
+"""The ``webhook`` blueprint: ``POST /provider/webhook``."""
+from app.webhook.views import blp
+
+__all__ = ["blp"]

@@ -1,0 +1,109 @@
+"""Processing one provider webhook delivery: verify -> ledger -> write the row -> ``webhook_handled``.
+
+SPEC 4 rule 5 and CONTRACT "Webhook processing". Everything happens in the caller's one
+transaction, so a failure anywhere leaves nothing behind and the provider's retry starts afresh.
+"""
+from flask import current_app
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from app.billing import objects, state
+from app.billing.events import SUBSCRIPTION_EVENTS
+from app.billing.provider import get_provider
+from app.errors import InvalidPayload
+from app.extensions import db
+from app.models import WebhookEvent
+from app.signals import webhook_handled
+from app.timeutil import from_timestamp, utcnow
+
+_DIALECT_INSERT = {"postgresql": postgresql_insert, "sqlite": sqlite_insert}
+
+# The object an event of each family must carry; a mismatch is a forged or broken payload.
+EXPECTED_OBJECT = {
+    "customer.subscription.": "subscription",
+    "invoice.": "invoice",
+    "payment_method.": "payment_method",
+    "customer.": "customer",
+}
+
+
+def write_subscription(provider, user, event):
+    """Write the subscription row from a ``customer.subscription.*`` event, never rolling it back.
+
+    An event older than the newest applied is skipped. Two events of the same second cannot be
+    ordered by ``created``, so on a tie the live subscription is read and written instead.
+    """
+    obj = event["data"]["object"]
+    as_of = from_timestamp(event["created"])
+    existing = state.find_subscription(obj["id"])
+    if state.is_stale(existing, as_of):
+        return
+    if existing is not None and as_of == existing.provider_updated_at:
+        obj = provider.retrieve_subscription(obj["id"])
+    state.apply_subscription(user, obj, as_of)
+
+
+# Event type -> row writer (STYLE rule 8); every other type writes no row.
+WRITERS = {event_type: write_subscription for event_type in SUBSCRIPTION_EVENTS}
+
+
+def check_event(event):
+    """Raise ``InvalidPayload`` unless ``event`` has the shape of a provider event."""
+    if not isinstance(event, dict):
+        raise InvalidPayload()
+    data = event.get("data")
+    valid = (
+        isinstance(event.get("id"), str) and event["id"]
+        and isinstance(event.get("type"), str)
+        and isinstance(event.get("created"), int) and not isinstance(event.get("created"), bool)
+        and isinstance(data, dict) and isinstance(data.get("object"), dict)
+        and isinstance(data.get("previous_attributes") or {}, dict)
+    )
+    if not valid:
+        raise InvalidPayload()
+    obj = data["object"]
+    expected = next((kind for prefix, kind in EXPECTED_OBJECT.items() if event["type"].startswith(prefix)), None)
+    if expected and obj.get("object", expected) != expected:
+        raise InvalidPayload(f"A {event['type']} event must carry a {expected}, not a {obj.get('object')}.")
+    if expected == "subscription" and not isinstance(obj.get("id"), str):
+        raise InvalidPayload("The subscription in the event has no id.")
+
+
+def record(event):
+    """Add the event to the ledger; return ``False`` when it was already processed (a redelivery).
+
+    ``INSERT ... ON CONFLICT DO NOTHING`` rather than catching a duplicate key: no savepoint is
+    needed (pysqlite's savepoints do not nest in the outer transaction), and on PostgreSQL a
+    concurrent delivery of the same event waits on the key until the first one commits (then it
+    is a duplicate) or rolls back (then it processes the event itself).
+    """
+    now = utcnow()
+    insert = _DIALECT_INSERT[db.session.get_bind().dialect.name]
+    ledger = WebhookEvent.__table__
+    statement = insert(ledger).values(id=event["id"], type=event["type"], received_at=now, processed_at=now,
+                                      created=from_timestamp(event["created"]))
+    return db.session.execute(statement.on_conflict_do_nothing().returning(ledger.c.id)).first() is not None
+
+
+def handle_delivery(payload, signature_header):
+    """Process one delivery; return ``"processed"``, ``"duplicate"`` or ``"ignored"`` (unknown customer).
+
+    Raises ``InvalidSignature`` / ``InvalidPayload`` (400) before anything is written, and
+    ``ProviderUnavailable`` or any other error (5xx) when processing fails.
+    """
+    config = current_app.config
+    provider = get_provider()
+    event = provider.verify_event(payload, signature_header, config["PROVIDER_WEBHOOK_SECRET"],
+                                  config["PROVIDER_WEBHOOK_TOLERANCE"])
+    check_event(event)
+    if not record(event):
+        return "duplicate"
+    user = state.user_for_customer(objects.customer_id_of(event["data"]["object"]))
+    if user is None:
+        return "ignored"
+    state.lock_user(user)
+    writer = WRITERS.get(event["type"])
+    if writer is not None:
+        writer(provider, user, event)
+    webhook_handled.send(current_app._get_current_object(), event=event)
+    return "processed"

@@ -1,0 +1,286 @@
+"""``POST /provider/webhook`` with real Stripe payloads: SPEC 3 subscription table, SPEC 6, CONTRACT webhook rules."""
+import json
+import time
+from datetime import UTC, datetime
+
+import pytest
+import time_machine
+from sqlalchemy import func, select
+
+from app.extensions import db
+from app.models import Notification, Subscription, User, WebhookEvent
+from app.signals import webhook_handled
+from tests.conftest import WEBHOOK_SECRET, deliver, load_event, sign
+
+CUSTOMER = "cus_00000000000000"
+SUBSCRIPTION = "sub_000000000000000000000000"
+# Inside the fixtures' billing period (they end 2022-04-26), so "active" means entitled.
+DURING_PERIOD = datetime(2022, 4, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def customer(app):
+    with app.app_context():
+        user = User(email="cus@example.com", password_hash="x", provider_id=CUSTOMER)
+        db.session.add(user)
+        db.session.commit()
+        return user.id
+
+
+@pytest.fixture(autouse=True)
+def during_period():
+    with time_machine.travel(DURING_PERIOD, tick=True):
+        yield
+
+
+def post(client, event, **sign_options):
+    # Signatures are made with the real clock, as the provider would; time_machine moves only ours.
+    with time_machine.travel(time.time(), tick=True):
+        real_now = int(time.time())
+    return deliver(client, event, **{"timestamp": real_now, **sign_options})
+
+
+def snapshot(app):
+    """Everything the webhook path may write, for before/after comparisons."""
+    with app.app_context():
+        db.session.expire_all()
+        subscriptions = [(s.provider_id, s.provider_status, s.provider_price, s.cancel_at_period_end, s.ends_at,
+                          [(i.provider_id, i.provider_price) for i in s.items])
+                         for s in db.session.scalars(select(Subscription).order_by(Subscription.id))]
+        notifications = [(n.kind, n.event_id)
+                         for n in db.session.scalars(select(Notification).order_by(Notification.id))]
+        users = [(u.plan, u.pm_type, u.pm_last_four) for u in db.session.scalars(select(User).order_by(User.id))]
+        ledger = db.session.scalar(select(func.count()).select_from(WebhookEvent))
+    return {"subscriptions": subscriptions, "notifications": notifications, "users": users, "ledger": ledger}
+
+
+def user_state(client_app):
+    with client_app.app_context():
+        user = db.session.scalars(select(User).where(User.provider_id == CUSTOMER)).one()
+        return user.plan, [(n.kind, n.data) for n in db.session.scalars(
+            select(Notification).where(Notification.user_id == user.id).order_by(Notification.id))]
+
+
+def accepted(response):
+    assert response.status_code == 200, response.json
+    assert response.json == {"received": True}
+    return response
+
+
+# SPEC 3 "Subscription lifecycle" and SPEC 6 rules 3 to 5
+
+
+def test_created_incomplete_writes_the_row_without_notifying(app, client, customer):
+    accepted(post(client, load_event("01")))
+    state = snapshot(app)
+    assert state["subscriptions"] == [(SUBSCRIPTION, "incomplete", "price_000000000000000000000000", False, None,
+                                       [("si_00000000000000", "price_000000000000000000000000")])]
+    assert user_state(app) == (None, [])  # incomplete is not entitled: free plan, and no "subscribed" on create
+
+
+def test_created_active_grants_the_plan(app, client, customer):
+    accepted(post(client, load_event("02")))
+    assert user_state(app) == ("pro", [])
+
+
+def test_payment_clearing_notifies_subscribed(app, client, customer):
+    accepted(post(client, load_event("01", created=1648320100)))
+    accepted(post(client, load_event("03", created=1648320200)))
+    plan, notes = user_state(app)
+    assert plan == "pro"
+    assert notes == [("subscribed", {"subscription": SUBSCRIPTION, "from_status": "incomplete", "status": "active"})]
+
+
+def test_cancellation_scheduled_keeps_the_plan_until_the_period_ends(app, client):
+    with app.app_context():
+        db.session.add(User(email="dj@example.com", password_hash="x", provider_id="cus_6lsBvm5rJ0zyHc"))
+        db.session.commit()
+    event = load_event("04")
+    period_end = datetime.fromtimestamp(event["data"]["object"]["current_period_end"], UTC)
+    with time_machine.travel(period_end.replace(day=1), tick=False):
+        accepted(post(client, event))
+        with app.app_context():
+            user = db.session.scalars(select(User)).one()
+            assert user.plan == "gold"
+            (note,) = db.session.scalars(select(Notification)).all()
+            assert (note.kind, note.data["ends_at"]) == ("cancellation_scheduled", int(period_end.timestamp()))
+            (subscription,) = user.subscriptions
+            assert subscription.ends_at == period_end and subscription.on_grace_period(period_end.replace(day=1))
+    # A second after the grace period the stored row no longer entitles (CONTRACT "User.plan").
+    with time_machine.travel(period_end, tick=False), app.app_context():
+        from app.billing.plans import entitled_plan
+        assert entitled_plan(db.session.scalars(select(User)).one()) == "free"
+
+
+def test_withdrawn_cancellation_notifies(app, client, customer):
+    accepted(post(client, load_event("02", created=1648320100)))
+    accepted(post(client, load_event("05", created=1648320200)))
+    assert user_state(app) == ("pro", [("cancellation_withdrawn", {"subscription": SUBSCRIPTION})])
+
+
+def test_plan_swap_notifies_and_recomputes_from_the_stored_row(app, client, customer):
+    accepted(post(client, load_event("06", created=1648320200)))
+    plan, notes = user_state(app)
+    assert plan == "pro"
+    assert notes == [("plan_changed", {"subscription": SUBSCRIPTION, "from": ["silver41294"],
+                                       "to": ["price_000000000000000000000000"]})]
+
+
+@pytest.mark.parametrize("name", ["07", "08"])
+def test_updates_with_nothing_classified_notify_nobody(app, client, customer, name):
+    accepted(post(client, load_event(name)))
+    plan, notes = user_state(app)
+    assert (plan, notes) == ("pro", [])
+
+
+def test_trial_ending_is_not_a_new_subscription(app, client):
+    with app.app_context():
+        db.session.add(User(email="trial@example.com", password_hash="x", provider_id="cus_Nc4kL4EPtG5SKe"))
+        db.session.commit()
+    with time_machine.travel(datetime(2023, 4, 1, tzinfo=UTC), tick=False):
+        accepted(post(client, load_event("09"), timestamp=int(time.time())))
+    state = snapshot(app)
+    assert state["notifications"] == [] and state["subscriptions"][0][1] == "active"
+
+
+def test_deleted_ends_the_plan_and_notifies(app, client, customer):
+    accepted(post(client, load_event("02", created=1648320000)))
+    accepted(post(client, load_event("11", created=1648320300)))
+    plan, notes = user_state(app)
+    assert plan is None
+    assert notes == [("subscription_ended", {"subscription": SUBSCRIPTION})]
+    assert snapshot(app)["subscriptions"][0][1] == "canceled"
+
+
+def test_new_shape_reads_the_period_from_items(app, client, customer):
+    accepted(post(client, load_event("10")))
+    with app.app_context():
+        subscription = db.session.scalars(select(Subscription)).one()
+        assert subscription.current_period_end == datetime.fromtimestamp(1488987924, UTC)
+        assert subscription.ends_at == datetime.fromtimestamp(1487872069, UTC)
+        assert subscription.provider_status == "canceled" and not subscription.is_valid(DURING_PERIOD)
+
+
+@pytest.mark.parametrize("name", ["12", "13", "16", "17", "18", "19", "20", "21"])
+def test_events_the_listeners_do_not_handle_change_nothing(app, client, customer, name):
+    before = snapshot(app)
+    accepted(post(client, load_event(name)))
+    after = snapshot(app)
+    assert after["subscriptions"] == before["subscriptions"] and after["users"] == before["users"]
+    assert after["notifications"] == []
+
+
+def test_customer_update_clearing_the_default_clears_the_card(app, client):
+    with app.app_context():
+        db.session.add(User(email="pay@example.com", password_hash="x", provider_id="cus_1234",
+                            pm_type="visa", pm_last_four="4242"))
+        db.session.commit()
+    accepted(post(client, load_event("15")))
+    assert snapshot(app)["users"] == [(None, None, None)]
+
+
+# CONTRACT "Webhook processing"
+
+
+def test_a_redelivered_event_changes_nothing(app, client, customer):
+    event = load_event("03", created=1648320200)
+    accepted(post(client, load_event("01", created=1648320100)))
+    accepted(post(client, event))
+    once = snapshot(app)
+    accepted(post(client, event))
+    assert snapshot(app) == once
+    assert [kind for kind, _ in once["notifications"]] == ["subscribed"]
+
+
+def test_an_older_event_never_rolls_the_row_back(app, client, customer):
+    accepted(post(client, load_event("03", created=1648320200)))   # active
+    accepted(post(client, load_event("01", created=1648320100)))   # incomplete, but older
+    assert snapshot(app)["subscriptions"][0][1] == "active"
+    assert user_state(app)[0] == "pro"
+
+
+def test_an_update_before_the_create_creates_the_row(app, client, customer):
+    accepted(post(client, load_event("03", created=1648320200)))
+    state = snapshot(app)
+    assert [s[:2] for s in state["subscriptions"]] == [(SUBSCRIPTION, "active")]
+
+
+def test_items_no_longer_present_are_deleted(app, client, customer):
+    accepted(post(client, load_event("02", created=1648320100)))
+    swapped = load_event("06", created=1648320200)
+    swapped["data"]["object"]["items"]["data"][0]["id"] = "si_replacement"
+    accepted(post(client, swapped))
+    assert snapshot(app)["subscriptions"][0][5] == [("si_replacement", "price_000000000000000000000000")]
+
+
+def test_events_for_unknown_customers_are_acknowledged_and_ignored(app, client):
+    accepted(post(client, load_event("03")))
+    state = snapshot(app)
+    assert state["subscriptions"] == [] and state["notifications"] == []
+
+
+@pytest.mark.parametrize("options", [
+    {"secret": "whsec_wrong"},
+    {"timestamp": int(time.time()) - 301},
+    {"timestamp": int(time.time()) + 301},
+])
+def test_bad_signatures_are_refused_and_nothing_is_stored(app, client, customer, options):
+    response = post(client, load_event("02"), **options)
+    assert response.status_code == 400
+    assert response.json["error"]["code"] == "invalid_signature"
+    assert snapshot(app)["ledger"] == 0 and snapshot(app)["subscriptions"] == []
+
+
+def test_a_tampered_body_or_missing_header_is_refused(app, client, customer):
+    payload = json.dumps(load_event("02")).encode()
+    header = sign(payload, timestamp=int(time.time()))
+    tampered = payload.replace(b'"active"', b'"trialing"')
+    for headers in ({"Stripe-Signature": header}, {}):
+        response = client.post("/provider/webhook", data=tampered, content_type="application/json", headers=headers)
+        assert response.status_code == 400 and response.json["error"]["code"] == "invalid_signature"
+    assert snapshot(app)["ledger"] == 0
+
+
+def test_any_configured_secret_verifies_during_rotation(make_app, customer):
+    client = make_app(PROVIDER_WEBHOOK_SECRET=f"whsec_new,{WEBHOOK_SECRET}").test_client()
+    accepted(post(client, load_event("02")))
+
+
+@pytest.mark.parametrize("body", [
+    b"not json at all",
+    json.dumps({"hello": "world"}).encode(),
+    json.dumps([1, 2, 3]).encode(),
+    json.dumps({"id": "evt_1", "type": "customer.subscription.updated", "created": 1,
+                "data": {"object": {"object": "invoice", "id": "in_1"}}}).encode(),
+])
+def test_payloads_that_are_not_provider_events_are_refused(app, client, body):
+    response = client.post("/provider/webhook", data=body, content_type="application/json",
+                           headers={"Stripe-Signature": sign(body, timestamp=int(time.time()))})
+    assert response.status_code == 400 and response.json["error"]["code"] == "invalid_payload"
+    assert snapshot(app)["ledger"] == 0
+
+
+def test_a_failure_in_a_listener_leaves_nothing_and_the_retry_succeeds(app, client, customer):
+    def explode(sender, event, **extra):
+        raise RuntimeError("listener crashed")
+
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    event = load_event("02")
+    with webhook_handled.connected_to(explode):
+        response = post(client, event)
+    assert response.status_code == 500 and response.json["error"]["code"] == "internal_error"
+    assert snapshot(app) == {"subscriptions": [], "notifications": [], "users": [(None, None, None)], "ledger": 0}
+    accepted(post(client, event))
+    assert user_state(app)[0] == "pro" and snapshot(app)["ledger"] == 1
+
+
+def test_webhook_handled_carries_the_verified_raw_event(app, client, customer):
+    received = []
+
+    def record(sender, event, **extra):
+        received.append((sender, event))
+
+    event = load_event("03")
+    with webhook_handled.connected_to(record):
+        accepted(post(client, event))
+    assert received == [(app, event)]
