@@ -4,6 +4,7 @@ from flask_smorest import Blueprint
 
 from app.auth.bearer import auth_required
 from app.billing import plans
+from app.errors import AlreadySubscribed
 from app.extensions import db
 from app.subscription import service
 from app.subscription.schemas import (
@@ -45,7 +46,11 @@ def intent(body):
     """
     service.ensure_customer(g.current_user)
     db.session.commit()
-    subscription, client_secret, created = service.create_intent(g.current_user, body["price"])
+    try:
+        subscription, client_secret, created = service.create_intent(g.current_user, body["price"])
+    except AlreadySubscribed:
+        db.session.commit()  # keep what the sync found: the payment that cleared is the news
+        raise
     db.session.commit()
     return {"subscription": plans.present_subscription(subscription), "client_secret": client_secret}, (
         201 if created else 200)

@@ -1,0 +1,1 @@
+"""Billing: the ``SubscriptionProvider`` contract, its Stripe implementation, sync and plan resolution."""

@@ -1,0 +1,250 @@
+"""The whole product against the emulator, through the real stripe SDK and real HTTP webhooks.
+
+register -> login -> intent -> pay at the provider -> webhook -> plan and card -> portal
+cancellation -> grace period -> period end -> free; plus the intent rules of SPEC 4 rule 4.
+"""
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import requests
+import stripe
+import time_machine
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import Subscription
+from tests.conftest import bearer, login, register
+
+DAY = 86400
+
+
+@pytest.fixture
+def flow(live, emulator, stripe_client, prices):
+    """A registered, logged-in user on the live service; webhooks wait for ``flush()``."""
+    app, base_url = live
+    emulator.pause_delivery()
+    client = app.test_client()
+    register(client)
+    return Flow(app, base_url, client, bearer(login(client)), emulator, stripe_client, prices)
+
+
+class Flow:
+    def __init__(self, app, base_url, client, headers, emulator, stripe_client, prices):
+        self.app, self.base_url, self.client, self.headers = app, base_url, client, headers
+        self.emulator, self.stripe, self.prices = emulator, stripe_client, prices
+
+    def intent(self, plan="basic", expect=201):
+        response = self.client.post("/subscription/intent", json={"price": self.prices[plan]}, headers=self.headers)
+        assert response.status_code == expect, response.json
+        return response.json
+
+    def pay(self, client_secret, card="pm_card_visa"):
+        payment_intent = client_secret.split("_secret_")[0]
+        return self.stripe.v1.payment_intents.confirm(payment_intent, params={"payment_method": card})
+
+    def deliver(self):
+        result = self.emulator.flush()
+        assert result["failed"] == 0, result
+        return [attempt["type"] for attempt in result["attempts"]]
+
+    def me(self):
+        return self.client.get("/auth/me", headers=self.headers).json
+
+    def notifications(self):
+        return [n["kind"] for n in self.client.get("/notifications", headers=self.headers).json["data"]]
+
+    def portal(self, subscription_id, action, **form):
+        url = self.client.post("/subscription/portal", json={}, headers=self.headers).json["url"]
+        response = requests.post(f"{url}/subscriptions/{subscription_id}/{action}", data=form, timeout=10)
+        assert response.status_code == 200, response.text
+
+
+def test_subscribe_pay_cancel_at_period_end_and_fall_back_to_free(flow):
+    assert flow.client.get("/subscription", headers=flow.headers).json == {"plan": "free", "subscription": None}
+    started = flow.intent()
+    subscription_id = started["subscription"]["id"]
+    assert started["subscription"]["status"] == "incomplete" and started["client_secret"]
+    assert flow.me()["plan"] == "free"
+
+    flow.pay(started["client_secret"])
+    assert "customer.subscription.updated" in flow.deliver()
+    me = flow.me()
+    assert me["plan"] == "basic"
+    assert me["card"] == {"brand": "visa", "last4": "4242"}
+    assert me["subscription"]["status"] == "active" and me["subscription"]["on_grace_period"] is False
+    assert flow.notifications() == ["subscribed"]
+    # CommitPaymentMethod promoted the subscription's card to the customer default at the provider.
+    live_subscription = flow.stripe.v1.subscriptions.retrieve(subscription_id)
+    customer = flow.stripe.v1.customers.retrieve(live_subscription.customer)
+    assert customer.invoice_settings.default_payment_method == live_subscription.default_payment_method
+
+    flow.portal(subscription_id, "cancel_at_period_end")
+    flow.deliver()
+    me = flow.me()
+    assert me["plan"] == "basic", "a cancelled user keeps the plan until the grace period ends"
+    assert me["subscription"]["cancel_at_period_end"] is True and me["subscription"]["on_grace_period"] is True
+    assert me["subscription"]["ends_at"] == me["subscription"]["current_period_end"]
+    assert flow.notifications()[0] == "cancellation_scheduled"
+
+    flow.emulator.advance(32 * DAY)
+    assert "customer.subscription.deleted" in flow.deliver()
+    me = flow.me()
+    assert me["plan"] == "free" and me["subscription"]["status"] == "canceled"
+    assert flow.notifications() == ["subscription_ended", "cancellation_scheduled", "subscribed"]
+
+
+def test_resume_and_swap_in_the_portal(flow):
+    started = flow.intent()
+    flow.pay(started["client_secret"])
+    flow.deliver()
+    subscription_id = started["subscription"]["id"]
+    flow.portal(subscription_id, "cancel_at_period_end")
+    flow.portal(subscription_id, "resume")
+    flow.portal(subscription_id, "swap", price=flow.prices["pro"])
+    flow.deliver()
+    me = flow.me()
+    assert me["plan"] == "pro" and me["subscription"]["cancel_at_period_end"] is False
+    assert flow.notifications() == ["plan_changed", "cancellation_withdrawn", "cancellation_scheduled", "subscribed"]
+
+
+def test_a_second_intent_for_the_same_price_reuses_the_pending_subscription(flow):
+    first = flow.intent()
+    again = flow.intent(expect=200)
+    assert again == first
+    assert len(flow.stripe.v1.subscriptions.list(params={"status": "all"}).data) == 1
+
+
+def test_a_declined_card_leaves_the_subscription_pending_for_another_try(flow):
+    first = flow.intent()
+    with pytest.raises(stripe.CardError):
+        flow.pay(first["client_secret"], card="pm_card_chargeDeclined")
+    flow.deliver()
+    assert flow.intent(expect=200)["subscription"]["id"] == first["subscription"]["id"]
+    flow.pay(first["client_secret"])
+    flow.deliver()
+    assert flow.me()["plan"] == "basic"
+
+
+def test_an_intent_for_another_price_replaces_the_pending_subscription(flow):
+    first = flow.intent("basic")
+    second = flow.intent("pro")
+    assert second["subscription"]["id"] != first["subscription"]["id"]
+    old = flow.stripe.v1.subscriptions.retrieve(first["subscription"]["id"])
+    assert old.status in {"canceled", "incomplete_expired"}
+    flow.pay(second["client_secret"])
+    flow.deliver()
+    assert flow.me()["plan"] == "pro"
+
+
+def test_a_payment_that_cleared_before_its_webhook_is_not_torn_down(flow):
+    # SPEC 4 rule 4: the page is reloaded after paying, before the webhook has arrived.
+    started = flow.intent()
+    flow.pay(started["client_secret"])
+    conflict = flow.intent(expect=409)
+    assert conflict["error"]["code"] == "already_subscribed"
+    live_subscription = flow.stripe.v1.subscriptions.retrieve(started["subscription"]["id"])
+    assert live_subscription.status == "active"
+    assert flow.me()["plan"] == "basic", "the sync committed the paid state"
+    flow.deliver()
+    assert flow.me()["plan"] == "basic"
+    assert flow.notifications() == ["subscribed"]
+
+
+def test_concurrent_intents_create_one_provider_subscription(flow):
+    answers = []
+
+    def call():
+        answers.append(requests.post(f"{flow.base_url}/subscription/intent", json={"price": flow.prices["basic"]},
+                                     headers=flow.headers, timeout=30))
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(a.status_code for a in answers) == [200, 201]
+    assert len({a.json()["subscription"]["id"] for a in answers}) == 1
+    assert len(flow.stripe.v1.subscriptions.list(params={"status": "all"}).data) == 1
+
+
+def test_unknown_price_is_refused(flow):
+    response = flow.client.post("/subscription/intent", json={"price": "price_nope"}, headers=flow.headers)
+    assert response.status_code == 422 and response.json["error"]["code"] == "unknown_price"
+
+
+def test_provider_outage_answers_503_and_changes_nothing(flow):
+    flow.emulator.add_fault("/v1/", status=500, count=20)
+    response = flow.client.post("/subscription/intent", json={"price": flow.prices["basic"]}, headers=flow.headers)
+    assert response.status_code == 503 and response.json["error"]["code"] == "provider_unavailable"
+    flow.emulator.clear_faults()
+    with flow.app.app_context():
+        assert db.session.scalars(select(Subscription)).all() == []
+    assert flow.intent()["subscription"]["status"] == "incomplete"
+
+
+def test_renewal_failure_and_recovery(flow):
+    started = flow.intent()
+    flow.pay(started["client_secret"])
+    flow.deliver()
+    flow.emulator.fail_next_renewal(started["subscription"]["id"])
+    flow.emulator.advance(31 * DAY)
+    flow.deliver()
+    me = flow.me()
+    assert me["subscription"]["status"] == "past_due" and me["plan"] == "free"
+
+
+def test_notifications_are_paginated_newest_first(flow):
+    started = flow.intent()
+    flow.pay(started["client_secret"])
+    flow.deliver()
+    flow.portal(started["subscription"]["id"], "cancel_at_period_end")
+    flow.portal(started["subscription"]["id"], "resume")
+    flow.deliver()
+    page = flow.client.get("/notifications?limit=2", headers=flow.headers).json
+    assert [n["kind"] for n in page["data"]] == ["cancellation_withdrawn", "cancellation_scheduled"]
+    assert page["has_more"] is True
+    rest = flow.client.get(f"/notifications?limit=2&starting_after={page['data'][-1]['id']}", headers=flow.headers)
+    assert [n["kind"] for n in rest.json["data"]] == ["subscribed"] and rest.json["has_more"] is False
+    assert flow.client.get("/notifications?limit=0", headers=flow.headers).status_code == 422
+
+
+def test_sync_user_rebuilds_state_missed_by_webhooks(flow):
+    started = flow.intent()
+    flow.pay(started["client_secret"])  # the webhooks stay undelivered
+    runner = flow.app.test_cli_runner()
+    result = runner.invoke(args=["sync-user", "ada@example.com"])
+    assert result.exit_code == 0, result.output
+    assert "plan=free" in result.output and "-> plan=basic card=visa 4242" in result.output
+    assert flow.me()["plan"] == "basic" and flow.me()["card"] == {"brand": "visa", "last4": "4242"}
+    again = runner.invoke(args=["sync-user", "--all"])
+    assert again.exit_code == 0 and "ada@example.com: unchanged" in again.output
+
+
+def test_sync_user_names_unknown_users(flow):
+    result = flow.app.test_cli_runner().invoke(args=["sync-user", "nobody@example.com"])
+    assert result.exit_code != 0 and "nobody@example.com" in result.output
+
+
+def test_check_webhook_names_missing_event_types(flow):
+    runner = flow.app.test_cli_runner()
+    assert runner.invoke(args=["check-webhook"]).exit_code == 0
+    partial = flow.stripe.v1.webhook_endpoints.create(params={
+        "url": "http://127.0.0.1:9/partial", "enabled_events": ["customer.subscription.updated"]})
+    result = runner.invoke(args=["check-webhook", "--url", partial.url])
+    assert result.exit_code == 1
+    assert "customer.subscription.created" in result.output and "invoice.paid" in result.output
+
+
+def test_grace_period_ends_on_our_clock_even_if_the_webhook_is_late(flow):
+    started = flow.intent()
+    flow.pay(started["client_secret"])
+    flow.deliver()
+    flow.portal(started["subscription"]["id"], "cancel_at_period_end")
+    flow.deliver()
+    end = datetime.strptime(flow.me()["subscription"]["ends_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    with time_machine.travel(end - timedelta(seconds=1), tick=False):
+        flow.headers = bearer(login(flow.client))
+        assert flow.me()["plan"] == "basic"
+    with time_machine.travel(end, tick=False):
+        assert flow.me()["plan"] == "free"
