@@ -18,6 +18,14 @@ install: $(VENV)/.installed
 run: install
 	$(PY) -m scripts.dev
 
+## make demo: the whole flow, step by step (uses a running `make run`, else starts its own)
+demo: install
+	$(PY) -m scripts.demo
+
+## make bench: benchmarks against gunicorn on PostgreSQL and SQLite; prints one table (not part of make test)
+bench: install
+	$(PY) -m scripts.bench
+
 ## make test: the whole suite (SQLite; set TEST_DATABASE_URL for PostgreSQL)
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -1,0 +1,119 @@
+"""``make demo``: the product's whole flow, step by step, against the service and the emulator.
+
+Uses the stack ``make run`` started (it reads ``instance/dev.env``); when none answers, it starts
+its own on spare ports and stops it at the end. The client side is plain HTTP; paying is what
+Stripe.js would do in a browser, done here with the stripe SDK against the emulator.
+"""
+import json
+import secrets
+import sys
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import requests
+import stripe
+
+from scripts.dev import API_KEY, DEV_ENV, Stack, answers
+
+DAY = 86400
+
+
+def read_dev_env():
+    if not DEV_ENV.exists():
+        return None
+    env = dict(line.split("=", 1) for line in DEV_ENV.read_text().splitlines() if "=" in line)
+    env = {key: value.strip("'") for key, value in env.items()}
+    return env if answers(env["SERVICE_URL"] + "/health") and answers(env["PROVIDER_API_BASE"] + "/_emulator/clock") \
+        else None
+
+
+class Demo:
+    def __init__(self, env):
+        self.base = env["SERVICE_URL"]
+        self.emulator = env["PROVIDER_API_BASE"]
+        self.prices = {plan: price for price, plan in json.loads(env["PROVIDER_PLANS"]).items()}
+        self.stripe = stripe.StripeClient(API_KEY, base_addresses={"api": self.emulator})
+        self.http = requests.Session()
+        self.step_number = 0
+
+    def step(self, text):
+        self.step_number += 1
+        print(f"\n{self.step_number:>2}. {text}", flush=True)
+
+    def call(self, method, path, expect, **kwargs):
+        response = self.http.request(method, self.base + path, timeout=30, **kwargs)
+        body = response.json() if response.content else None
+        print(f"    {method} {path} -> {response.status_code} {json.dumps(body)[:300] if body else ''}")
+        if response.status_code != expect:
+            raise SystemExit(f"expected {expect}, got {response.status_code}")
+        return body
+
+    def until(self, what, check, seconds=15):
+        """Poll ``check()`` until it is true: webhooks arrive asynchronously, as from Stripe."""
+        deadline = time.monotonic() + seconds
+        while not check():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timed out waiting for {what}")
+            time.sleep(0.2)
+        print(f"    ... {what}")
+
+    def me(self):
+        return self.http.get(self.base + "/auth/me", timeout=30).json()
+
+    def kinds(self):
+        return [n["kind"] for n in self.http.get(self.base + "/notifications", timeout=30).json()["data"]]
+
+    def run(self):
+        email = f"demo-{secrets.token_hex(4)}@example.com"
+        self.step(f"Register {email}")
+        self.call("POST", "/auth/register", 201, json={"email": email, "password": "demo password 1", "name": "Demo"})
+        self.step("Log in: the only credential exchange; the answer is a bearer token")
+        token = self.call("POST", "/auth/login", 200, json={"email": email, "password": "demo password 1"})
+        self.http.headers["Authorization"] = f"Bearer {token['access_token']}"
+        self.step("Who am I? Free plan, no card yet")
+        self.call("GET", "/auth/me", 200)
+        self.step("Start a subscription to the basic price: incomplete until paid")
+        intent = self.call("POST", "/subscription/intent", 201, json={"price": self.prices["basic"]})
+        subscription_id = intent["subscription"]["id"]
+        self.step("Pay with the client secret, as Stripe.js would in the browser (card 4242)")
+        payment_intent = intent["client_secret"].split("_secret_")[0]
+        paid = self.stripe.v1.payment_intents.confirm(payment_intent, params={"payment_method": "pm_card_visa"})
+        print(f"    payment intent {paid.id}: {paid.status}")
+        self.step("Stripe's signed webhooks arrive; CommitPlan and CommitPaymentMethod do their work")
+        self.until("plan is basic and the card is on the profile", lambda: self.me()["plan"] == "basic"
+                   and self.me()["card"] is not None)
+        self.call("GET", "/auth/me", 200)
+        self.step("Cancel at period end in the billing portal")
+        portal = self.call("POST", "/subscription/portal", 200, json={})
+        form = requests.post(f"{portal['url']}/subscriptions/{subscription_id}/cancel_at_period_end", timeout=30)
+        print(f"    portal form -> {form.status_code}")
+        self.until("cancellation notification", lambda: "cancellation_scheduled" in self.kinds())
+        self.step("The user keeps the plan through the grace period")
+        self.call("GET", "/subscription", 200)
+        self.step("A month passes at the provider: the period ends and Stripe ends the subscription")
+        requests.post(f"{self.emulator}/_emulator/clock/advance", json={"seconds": 32 * DAY}, timeout=30)
+        self.until("plan back to free", lambda: self.me()["plan"] == "free")
+        self.call("GET", "/auth/me", 200)
+        self.step("Notifications, newest first")
+        self.call("GET", "/notifications", 200)
+        self.step("Refresh rotates the token; logout deletes it")
+        refreshed = self.call("POST", "/auth/token/refresh", 200)
+        self.http.headers["Authorization"] = f"Bearer {refreshed['access_token']}"
+        self.call("POST", "/auth/logout", 204)
+        self.call("GET", "/auth/me", 401)
+        print("\nDemo complete.")
+
+
+def main():
+    env = read_dev_env()
+    stack = nullcontext(env) if env else Stack(port=5077, emulator_port=12177,
+                                              database_url=f"sqlite:///{Path('instance').resolve()}/demo.db")
+    if env is None:
+        print("No running `make run` stack found; starting one for the demo (ports 5077 and 12177).", flush=True)
+    with stack as running:
+        Demo(running).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

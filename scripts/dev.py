@@ -1,0 +1,142 @@
+"""``make run``: the local Stripe emulator and the service, wired together, on 127.0.0.1.
+
+Starts the emulator, creates the demo products and prices there, registers the service's
+webhook endpoint (the emulator issues the signing secret), applies the migrations and runs the
+service. The environment it used is written to ``instance/dev.env`` so that other terminals
+(``make demo``, ``flask sync-user``) can join in with ``set -a; . instance/dev.env; set +a``.
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import stripe
+
+from app.billing.events import REQUIRED_EVENT_TYPES
+
+ROOT = Path(__file__).resolve().parent.parent
+DEV_ENV = ROOT / "instance" / "dev.env"
+API_KEY = "sk_test_local_emulator"
+PLANS = (("basic", 900), ("pro", 2900))
+
+
+def wait_for(url, seconds=20):
+    """Poll ``url`` until it answers (any HTTP status) or raise after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{url} did not answer within {seconds} s") from None
+            time.sleep(0.1)
+
+
+def answers(url):
+    try:
+        urllib.request.urlopen(url, timeout=1).close()
+        return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+
+
+def set_up_provider(emulator_url, service_url):
+    """Create the prices and the webhook endpoint at the emulator; return the service's environment."""
+    client = stripe.StripeClient(API_KEY, base_addresses={"api": emulator_url})
+    product = client.v1.products.create(params={"name": "Subscription service"})
+    plans = {}
+    for plan, amount in PLANS:
+        price = client.v1.prices.create(params={"product": product.id, "unit_amount": amount, "currency": "usd",
+                                                "recurring": {"interval": "month"}, "lookup_key": plan})
+        plans[price.id] = plan
+    endpoint = client.v1.webhook_endpoints.create(
+        params={"url": f"{service_url}/provider/webhook", "enabled_events": list(REQUIRED_EVENT_TYPES)})
+    return {
+        "PROVIDER_API_KEY": API_KEY,
+        "PROVIDER_API_BASE": emulator_url,
+        "PROVIDER_WEBHOOK_SECRET": endpoint.secret,
+        "PROVIDER_PLANS": json.dumps(plans),
+        "SERVICE_URL": service_url,
+    }
+
+
+class Stack:
+    """The emulator and the service as child processes; ``with Stack(...) as env:`` starts and stops them."""
+
+    def __init__(self, port=5000, emulator_port=12111, database_url=None):
+        self.port, self.emulator_port, self.database_url = port, emulator_port, database_url
+        self.processes = []
+
+    def _spawn(self, args, env=None):
+        process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env)
+        self.processes.append(process)
+        return process
+
+    def __enter__(self):
+        service_url = f"http://127.0.0.1:{self.port}"
+        emulator_url = f"http://127.0.0.1:{self.emulator_port}"
+        for url in (service_url + "/health", emulator_url + "/_emulator/clock"):
+            if answers(url):
+                raise SystemExit(f"{url} is already taken: stop what runs there, or pick other ports")
+        self._spawn(["-m", "scripts.stripe_emulator", "--port", str(self.emulator_port)])
+        wait_for(emulator_url + "/_emulator/clock")
+        provider_env = set_up_provider(emulator_url, service_url)
+        env = {**os.environ, **provider_env, "FLASK_APP": "wsgi"}
+        if self.database_url:
+            env["DATABASE_URL"] = self.database_url
+        DEV_ENV.parent.mkdir(exist_ok=True)
+        DEV_ENV.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, "FLASK_APP": "wsgi"}.items()))
+        subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env, check=True)
+        self._spawn(["-m", "flask", "run", "--host", "127.0.0.1", "--port", str(self.port), "--no-reload"], env)
+        wait_for(service_url + "/health")
+        database = self.database_url or env.get("DATABASE_URL") or f"sqlite:///{ROOT / 'instance' / 'app.db'}"
+        return {**provider_env, "DATABASE": database, "EMULATOR_URL": emulator_url}
+
+    def __exit__(self, *exc_info):
+        for process in reversed(self.processes):
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _stop_on_sigterm(signum, frame):
+    raise KeyboardInterrupt  # unwinds through Stack.__exit__, so no child is left behind
+
+
+def main(argv=None):
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument("--emulator-port", type=int, default=12111)
+    args = parser.parse_args(argv)
+    stack = Stack(args.port, args.emulator_port)
+    with stack as env:
+        plans = ", ".join(f"{plan}={price}" for price, plan in json.loads(env["PROVIDER_PLANS"]).items())
+        print(f"\n  service:   {env['SERVICE_URL']}  (OpenAPI at {env['SERVICE_URL']}/openapi.json)"
+              f"\n  database:  {env['DATABASE']}"
+              f"\n  emulator:  {env['EMULATOR_URL']}  (Stripe API; webhooks go to /provider/webhook)"
+              f"\n  prices:    {plans}"
+              f"\n  env:       {DEV_ENV.relative_to(ROOT)}  (set -a; . {DEV_ENV.relative_to(ROOT)}; set +a)"
+              "\n  Ctrl-C stops both.\n", flush=True)
+        try:
+            while all(process.poll() is None for process in stack.processes):
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
