@@ -67,6 +67,11 @@ class AlreadySubscribed(Conflict):
     code = "already_subscribed"
     message = "The user already has an active subscription."
 
+    @classmethod
+    def payment_failed(cls, status):
+        return cls(f"The user's subscription is {status}: update the payment method in the billing portal "
+                   "instead of starting another subscription.", details={"status": status})
+
 
 class EmailTaken(Conflict):
     code = "email_taken"

@@ -192,6 +192,8 @@ def test_renewal_failure_and_recovery(flow):
     flow.deliver()
     me = flow.me()
     assert me["subscription"]["status"] == "past_due" and me["plan"] == "free"
+    # A second subscription would bill twice: the card is to be fixed in the portal instead.
+    assert flow.intent(expect=409)["error"]["details"] == {"status": "past_due"}
 
 
 def test_notifications_are_paginated_newest_first(flow):

@@ -72,3 +72,18 @@ def test_unexpected_exception_is_a_json_500_logged_with_the_request_id(make_app,
 
 def test_every_response_carries_a_request_id(client):
     assert len(client.get("/health").headers["X-Request-ID"]) == 32
+
+
+@pytest.mark.parametrize("credential", ["99999999999999999999999|secret", "١|secret", "-1|secret"])
+def test_token_ids_that_cannot_exist_are_a_401_not_a_500(client, credential):
+    assert_error(client.get("/auth/me", headers={"Authorization": f"Bearer {credential}"}), 401, "unauthenticated")
+
+
+def test_nul_in_a_stored_string_is_a_422(client):
+    response = client.post("/auth/register", json={"email": "nul@example.com", "password": PASSWORD, "name": "a\x00b"})
+    assert_error(response, 422, "validation_error")
+
+
+def test_an_out_of_range_page_cursor_is_a_422(client, auth_headers):
+    assert_error(client.get("/notifications?starting_after=99999999999999999999999", headers=auth_headers), 422,
+                 "validation_error")

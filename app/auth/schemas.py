@@ -4,11 +4,14 @@ from marshmallow import Schema, fields, validate
 from app.fields import Timestamp
 from app.subscription.schemas import SubscriptionSchema
 
+# PostgreSQL text cannot hold NUL; refusing it here keeps such input a 422, not a 500.
+NO_NUL = validate.Regexp(r"^[^\x00]*$", error="Must not contain NUL characters.")
+
 
 class RegisterSchema(Schema):
     email = fields.Email(required=True, validate=validate.Length(max=320))
     password = fields.String(required=True, load_only=True, validate=validate.Length(min=8, max=1024))
-    name = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=255))
+    name = fields.String(load_default=None, allow_none=True, validate=[validate.Length(max=255), NO_NUL])
 
 
 class LoginSchema(Schema):

@@ -71,7 +71,8 @@ def authenticate(plain_text):
     expired (SPEC 5 rule 4: expiry is checked on every authenticated request).
     """
     token_id, _, secret = (plain_text or "").partition("|")
-    if not token_id.isdigit() or not secret:
+    # ASCII digits that fit a 64-bit key: anything else cannot name a token (and would overflow it).
+    if not (token_id.isascii() and token_id.isdigit() and len(token_id) <= 18) or not secret:
         raise Unauthenticated.invalid_token("malformed token")
     token = db.session.get(AccessToken, int(token_id))
     if token is None or not hmac.compare_digest(token.token, _digest(secret)):

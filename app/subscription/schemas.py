@@ -48,6 +48,7 @@ class NotificationSchema(Schema):
 class NotificationQuerySchema(Schema):
     limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=100))
     starting_after = fields.Integer(load_default=None, allow_none=True,
+                                    validate=validate.Range(min=1, max=2**63 - 1),
                                     metadata={"description": "Id of the last notification of the previous page"})
 
 

@@ -8,6 +8,9 @@ from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription
 
+# A subscription in dunning is still the user's: a second one would bill them twice.
+PAYMENT_FAILED_STATUSES = frozenset({"past_due", "unpaid"})
+
 
 def ensure_customer(user):
     """Create the user's provider customer on first use and store it in ``users.provider_id``.
@@ -33,8 +36,9 @@ def create_intent(user, price):
     CONTRACT "/subscription/intent" and SPEC 4 rule 4: with a local incomplete subscription the
     user's state is synced from the provider first (a payment may have cleared since the last
     webhook). Then an active or trialing subscription raises ``AlreadySubscribed`` (409) and
-    nothing is torn down; an incomplete one for the same price is returned as it is
-    (``created=False``); one for another price is cancelled and a new one is created. A per-user
+    nothing is torn down, as does one in dunning (``past_due``, ``unpaid``); an incomplete one
+    for the same price is returned as it is (``created=False``); one for another price is
+    cancelled and a new one is created. A per-user
     lock held to the end of the transaction makes concurrent calls create one subscription.
     Raises ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
     """
@@ -47,6 +51,9 @@ def create_intent(user, price):
         provider.sync(user)
     if plans.entitled_subscription(user) is not None:
         raise AlreadySubscribed()
+    failing = next((s for s in user.subscriptions if s.provider_status in PAYMENT_FAILED_STATUSES), None)
+    if failing is not None:
+        raise AlreadySubscribed.payment_failed(failing.provider_status)
     pending = _open_subscription(user)
     if pending is not None and pending.provider_price == price:
         live = provider.retrieve_subscription(pending.provider_id)

@@ -16,6 +16,9 @@ from app.models import WebhookEvent
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp, utcnow
 
+# Year 5138: far beyond any real event, well inside what datetime and the database hold.
+MAX_TIMESTAMP = 10**11
+
 _DIALECT_INSERT = {"postgresql": postgresql_insert, "sqlite": sqlite_insert}
 
 # The object an event of each family must carry; a mismatch is a forged or broken payload.
@@ -55,7 +58,7 @@ def check_event(event):
     valid = (
         isinstance(event.get("id"), str) and event["id"]
         and isinstance(event.get("type"), str)
-        and isinstance(event.get("created"), int) and not isinstance(event.get("created"), bool)
+        and type(event.get("created")) is int and 0 <= event["created"] < MAX_TIMESTAMP
         and isinstance(data, dict) and isinstance(data.get("object"), dict)
         and isinstance(data.get("previous_attributes") or {}, dict)
     )
