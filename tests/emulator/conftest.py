@@ -9,35 +9,22 @@ import threading
 import time
 
 import pytest
-import stripe
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from scripts.stripe_emulator.testing import RunningEmulator
-
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "stripe_events"
-OPENAPI_FIXTURES = pathlib.Path("/work/shared/fixtures/stripe_openapi/fixtures3.json")
+# Stripe's example of every API object, in the steering repo's shared/ beside this checkout.
+SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared"
+OPENAPI_FIXTURES = SHARED / "fixtures" / "stripe_openapi" / "fixtures3.json"
 
 
-@pytest.fixture(scope="session")
-def _emulator_server():
-    emulator = RunningEmulator().start()
+@pytest.fixture
+def emulator(emulator):
+    """The session's emulator (tests/conftest.py), reset before and after each test."""
+    emulator.reset()
     yield emulator
-    emulator.stop()
-
-
-@pytest.fixture
-def emulator(_emulator_server):
-    _emulator_server.reset()
-    yield _emulator_server
     # Leave nothing queued for the next test's receiver.
-    _emulator_server.reset()
-
-
-@pytest.fixture
-def stripe_client(emulator):
-    return stripe.StripeClient("sk_test_emulator", base_addresses={"api": emulator.url},
-                               max_network_retries=0)
+    emulator.reset()
 
 
 class _QuietHandler(WSGIRequestHandler):
