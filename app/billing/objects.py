@@ -11,10 +11,14 @@ TERMINAL_STATUSES = frozenset({"canceled", "incomplete_expired"})
 
 
 def ref_id(value):
-    """Return the id of a reference that may be an id, an expanded object or ``None``."""
+    """Return the id (a non-empty string) of a reference that may be an id, an expanded object or ``None``.
+
+    Anything else, such as a number where an id belongs, is ``None``: such a value never names a
+    provider object, and comparing it with a string column fails on PostgreSQL (a 500).
+    """
     if isinstance(value, dict):
-        return value.get("id")
-    return value or None
+        value = value.get("id")
+    return value if isinstance(value, str) and value else None
 
 
 def customer_id_of(obj):

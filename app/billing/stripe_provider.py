@@ -44,9 +44,16 @@ class StripeProvider(SubscriptionProvider):
 
         Stripe's SDK rejects only old timestamps; one further than ``tolerance`` seconds in the
         future is rejected here too, so a captured signature cannot be pre-dated for later replay.
+        A body that is not UTF-8 is ``InvalidSignature`` (400), never an error of the SDK's (500).
         """
         if not signature_header:
             raise InvalidSignature("The Stripe-Signature header is missing.")
+        try:
+            payload.decode("utf-8")
+        except UnicodeDecodeError:
+            # The SDK decodes before comparing and would raise past us (a 500); Stripe signs
+            # UTF-8 JSON only, so such a body cannot carry a valid signature.
+            raise InvalidSignature() from None
         for secret in secrets:
             try:
                 stripe.WebhookSignature.verify_header(payload, signature_header, secret, tolerance)

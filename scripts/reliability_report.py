@@ -1,0 +1,68 @@
+"""Print the reliability suite's figures as a markdown table, for the README's "Reliability" section.
+
+    python -m scripts.reliability_report [bench-results/reliability.json]
+
+The figures are the counts the suite itself wrote (tests/reliability/conftest.py), newest run per
+database; nothing here is typed by hand. Exits 1 when the file is missing or holds no run.
+"""
+import json
+import sys
+from pathlib import Path
+
+DEFAULT = Path(__file__).resolve().parents[1] / "bench-results" / "reliability.json"
+
+# Count key -> the row label; in this order. Keys a run does not have are shown as 0.
+ROWS = {
+    "webhook_deliveries": "Webhook deliveries (HTTP, signed)",
+    "lifecycle_events": "Distinct provider events of 50 subscription lifecycles",
+    "duplicate_deliveries": "Duplicate deliveries",
+    "reordered_deliveries": "Deliveries after a newer event of the same customer",
+    "parallel_requests": "Requests sent in parallel to 4 gunicorn workers",
+    "webhook_retries_after_5xx": "5xx answers retried (provider-style) until accepted",
+    "faults_injected": "Faults injected (database lost/locked, provider down/slow, worker killed)",
+    "provider_fault_max_ms": "Slowest 503 with the provider down or slow (ms)",
+    "inputs_tried": "Bad or generated inputs tried",
+    "rebuilt_users": "Users rebuilt from the provider alone",
+    "login_timing_median_diff_us": "Login: unknown email vs wrong password, median difference (µs)",
+    "brute_force_guesses_before_429": "Login guesses answered before 429 (4 workers)",
+    "lost_updates": "Lost or wrong updates (must be 0)",
+}
+
+
+def latest_per_database(runs):
+    latest = {}
+    for run in runs:
+        latest[run["database"]] = run
+    return latest
+
+
+def table(runs):
+    latest = latest_per_database(runs)
+    databases = sorted(latest)
+    lines = ["| | " + " | ".join(databases) + " |", "|---|" + "---:|" * len(databases)]
+    for key, label in ROWS.items():
+        lines.append(f"| {label} | " + " | ".join(str(latest[d]["counts"].get(key, 0)) for d in databases) + " |")
+    tests = [latest[d]["tests"] for d in databases]
+    lines.append("| Reliability tests passed / failed | " + " | ".join(
+        f"{t.get('passed', 0)} / {t.get('failed', 0)}" for t in tests) + " |")
+    lines.append("| Run (finished, seconds for the whole pytest run) | " + " | ".join(
+        f"{latest[d]['finished_at']}, {latest[d]['seconds']} s" for d in databases) + " |")
+    return "\n".join(lines)
+
+
+def main(argv):
+    path = Path(argv[1]) if len(argv) > 1 else DEFAULT
+    try:
+        runs = json.loads(path.read_text())["runs"]
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"no reliability results in {path}: {exc}; run the test suite first", file=sys.stderr)
+        return 1
+    if not runs:
+        print(f"no reliability runs in {path}", file=sys.stderr)
+        return 1
+    print(table(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,105 @@
+"""Fixtures of the reliability suite: a real gunicorn, signed delivery with provider-style retries, counts.
+
+``gunicorn`` runs ``wsgi:app`` with four sync workers on the session's test database (SQLite or the
+PostgreSQL of ``TEST_DATABASE_URL``) and the in-process emulator as its provider. ``tally`` counts
+what the suite did (events delivered, duplicates, reorderings, faults, inputs, lost updates); at the
+end of the session the counts are appended to ``bench-results/reliability.json``, which
+``scripts/reliability_report.py`` prints for the README.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BASE_CONFIG, WEBHOOK_SECRET
+from tests.reliability.support import TALLY, WORKERS, Gunicorn, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench-results" / "reliability.json"
+KEPT_RUNS = 50
+
+_OUTCOMES = Counter()
+_STARTED = time.monotonic()
+
+
+@pytest.fixture
+def tally():
+    return TALLY
+
+
+def pytest_runtest_logreport(report):
+    if "tests/reliability/" in report.nodeid.replace(os.sep, "/") and report.when == "call":
+        _OUTCOMES[report.outcome] += 1
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _OUTCOMES:
+        return  # the reliability suite did not run (a -k or a path elsewhere)
+    url = os.environ.get("TEST_DATABASE_URL") or "sqlite"
+    run = {
+        "finished_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "database": url.split(":", 1)[0].split("+", 1)[0],
+        "seconds": round(time.monotonic() - _STARTED, 1),
+        "tests": dict(_OUTCOMES),
+        "counts": dict(sorted(TALLY.items())),
+    }
+    runs = []
+    if RESULTS.exists():
+        try:
+            runs = json.loads(RESULTS.read_text()).get("runs", [])
+        except (ValueError, AttributeError):
+            runs = []  # a damaged file must not fail the test run; it is only a report
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"runs": (runs + [run])[-KEPT_RUNS:]}, indent=2) + "\n")
+
+
+@pytest.fixture
+def gunicorn(make_app, database_url, emulator, request, tmp_path):
+    """Start gunicorn on the test database and the emulator; yield a ``Gunicorn``; stop it afterwards.
+
+    ``make_app`` is used first so that the emulator is reset before and the tables are emptied
+    after the test. Prices made by the ``prices`` fixture are mapped in ``PROVIDER_PLANS``.
+    """
+    make_app()
+    plans = dict(BASE_CONFIG["PROVIDER_PLANS"])
+    if "prices" in request.fixturenames:
+        plans.update({price: plan for plan, price in request.getfixturevalue("prices").items()})
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "PROVIDER_API_BASE": emulator.url,
+        "PROVIDER_API_KEY": "sk_test_x",
+        "PROVIDER_PLANS": json.dumps(plans),
+        "PROVIDER_MAX_NETWORK_RETRIES": "0",
+        # Test-sized Argon2 costs, as in tests/conftest.py; the timing test uses production's.
+        "PASSWORD_HASH_TIME_COST": str(BASE_CONFIG["PASSWORD_HASH_TIME_COST"]),
+        "PASSWORD_HASH_MEMORY_COST": str(BASE_CONFIG["PASSWORD_HASH_MEMORY_COST"]),
+        "LOG_LEVEL": "DEBUG",
+    }
+    log = tmp_path / "gunicorn.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-w", str(WORKERS), "-k", "sync", "-b", f"127.0.0.1:{port}",
+             "--preload", "--timeout", "60", "--graceful-timeout", "5", "--log-level", "debug",
+             "--access-logfile", "-", "--error-logfile", "-", "wsgi:app"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    server = Gunicorn(f"http://127.0.0.1:{port}", process, log)
+    try:
+        server.wait_healthy()
+        yield server
+    finally:
+        process.send_signal(signal.SIGINT)  # quick shutdown: nothing is left to finish
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)

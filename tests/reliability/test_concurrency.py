@@ -1,0 +1,168 @@
+"""Concurrency through a real gunicorn with four sync workers (CONTRACT "Webhook processing").
+
+Parallel duplicates are processed once; events of one subscription racing each other leave the
+newest state; whole lifecycles delivered shuffled and partly twice for 50 users converge to what
+in-order delivery gives, each notification once; concurrent intents create one subscription.
+On SQLite the same runs: writers queue on the file lock (``busy_timeout``) instead of row locks.
+A 5xx is retried as the provider retries, and counted; the duplicates test allows none.
+"""
+import json
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import requests
+from sqlalchemy import func, select
+
+from app.billing import objects
+from app.billing.events import SUBSCRIPTION_EVENTS
+from app.extensions import db
+from app.listeners.commit_plan import decide_notifications
+from app.models import Notification, Subscription, User, WebhookEvent
+from app.models.subscription import VALID_STATUSES
+from app.timeutil import utcnow
+from tests.conftest import PASSWORD
+from tests.reliability.support import (
+    STOPS,
+    activating_update,
+    add_customer_users,
+    count_reorderings,
+    deliver_until_accepted,
+    drive_lifecycles,
+    post_event,
+    provider_events,
+    start_paid_subscriptions,
+    subscription_of,
+)
+
+
+def in_parallel(calls):
+    """Run the callables at the same moment (a barrier), return their results in order."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call):
+        barrier.wait()
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(run, calls))
+
+
+def test_eight_parallel_deliveries_of_one_event_are_all_2xx_and_processed_once(
+        gunicorn, app, emulator, stripe_client, prices, tally):
+    subscriptions, events = start_paid_subscriptions(emulator, stripe_client, prices, app, 1)
+    (subscription_id,) = subscriptions.values()
+    event = activating_update(events, subscription_id)
+    payload = json.dumps(event).encode()
+
+    answers = in_parallel([lambda: post_event(gunicorn.url, event, payload=payload) for _ in range(8)])
+    tally["webhook_deliveries"] += 8
+    tally["duplicate_deliveries"] += 7
+    tally["parallel_requests"] += 8
+
+    assert [a.status_code for a in answers] == [200] * 8, [a.text for a in answers]
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(WebhookEvent)) == 1
+        assert db.session.scalars(select(Notification.kind)).all() == ["subscribed"]
+        assert db.session.scalar(select(func.count()).select_from(Subscription)) == 1
+        user = db.session.scalars(select(User)).one()
+        assert (user.plan, user.pm_type, user.pm_last_four) == ("basic", "visa", "4242")
+
+
+def test_created_and_updated_of_one_subscription_in_parallel_leave_one_row_in_the_newest_state(
+        gunicorn, app, emulator, stripe_client, prices, tally):
+    subscriptions, events = start_paid_subscriptions(emulator, stripe_client, prices, app, 6)
+    for subscription_id in subscriptions.values():
+        created = next(e for e in events if e["type"] == "customer.subscription.created"
+                       and subscription_of(e) == subscription_id)
+        updated = activating_update(events, subscription_id)
+        answers = in_parallel([lambda e=e: deliver_until_accepted(gunicorn.url, e, tally) for e in (updated, created)])
+        tally["parallel_requests"] += 2
+        tally["reordered_deliveries"] += 1  # the update races, and often beats, its create
+        assert [a.status_code for a in answers] == [200, 200]
+    with app.app_context():
+        rows = db.session.scalars(select(Subscription)).all()
+        assert sorted(r.provider_id for r in rows) == sorted(subscriptions.values())
+        assert {r.provider_status for r in rows} == {"active"}
+        assert set(db.session.scalars(select(User.plan))) == {"basic"}
+        assert db.session.scalar(select(func.count()).select_from(Notification)) == len(subscriptions)
+
+
+def expected_plan(obj, plans, now):
+    ends = objects.ends_at(obj, objects.current_period_end(obj))
+    if obj["status"] in VALID_STATUSES and (ends is None or ends > now):
+        return plans[objects.price_of(objects.items_of(obj)[0])]
+    return None
+
+
+def test_fifty_lifecycles_delivered_shuffled_and_partly_twice_converge_to_in_order_delivery(
+        gunicorn, app, emulator, stripe_client, prices, tally):
+    users = add_customer_users(app, stripe_client, 50)
+    emulator.pause_delivery()
+    subscriptions = drive_lifecycles(emulator, stripe_client, prices, [customer for _, customer in users])
+    events = provider_events(stripe_client)
+    for order, event in enumerate(events):
+        event["_order"] = order
+    rng = random.Random(20240505)
+    deliveries = [e for e in events for _ in range(2 if rng.random() < 0.3 else 1)]
+    rng.shuffle(deliveries)
+    tally["lifecycle_events"] += len(events)
+    tally["duplicate_deliveries"] += len(deliveries) - len(events)
+    tally["reordered_deliveries"] += count_reorderings(deliveries)
+    tally["parallel_requests"] += len(deliveries)
+
+    with requests.Session() as session, ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(
+            lambda e: deliver_until_accepted(gunicorn.url, {k: v for k, v in e.items() if k != "_order"}, tally,
+                                             session=session), deliveries))
+    assert {a.status_code for a in answers} == {200}
+
+    # In-order delivery leaves each subscription as its provider's last event shows it.
+    last = {}
+    for event in events:
+        if event["type"] in SUBSCRIPTION_EVENTS:
+            last[subscription_of(event)] = event["data"]["object"]
+    expected_notes = sorted((e["id"], kind) for e in events if e["type"] in SUBSCRIPTION_EVENTS
+                            for kind, _ in decide_notifications(e))
+    plans = {price: plan for plan, price in prices.items()}
+    lost = 0
+    with app.app_context():
+        now = utcnow()
+        rows = {s.provider_id: s for s in db.session.scalars(select(Subscription))}
+        for user_id, customer in users:
+            user = db.session.get(User, user_id)
+            obj = last[subscriptions[customer]]
+            row = rows.get(obj["id"])
+            want = (obj["status"], obj["cancel_at_period_end"], objects.price_of(objects.items_of(obj)[0]),
+                    objects.current_period_end(obj), objects.ends_at(obj, objects.current_period_end(obj)),
+                    expected_plan(obj, plans, now), ("visa", "4242"))
+            have = row and (row.provider_status, row.cancel_at_period_end, row.provider_price,
+                            row.current_period_end, row.ends_at, user.plan, (user.pm_type, user.pm_last_four))
+            lost += want != have
+            assert have == want, customer
+        notes = sorted(db.session.execute(select(Notification.event_id, Notification.kind)).tuples())
+        ledger = db.session.scalar(select(func.count()).select_from(WebhookEvent))
+    lost += len(set(expected_notes) ^ set(notes))
+    tally["lost_updates"] += lost
+    assert notes == expected_notes, "each notification exactly once"
+    assert ledger == len(events)
+    stops = {STOPS[i % 3] for i in range(len(users))}
+    kinds = {kind for _, kind in notes}
+    assert stops == set(STOPS) and {"subscribed", "plan_changed", "cancellation_scheduled",
+                                    "cancellation_withdrawn", "subscription_ended"} <= kinds
+
+
+def test_two_concurrent_intents_for_one_user_create_one_provider_subscription(
+        gunicorn, stripe_client, prices, tally):
+    for number in range(3):
+        email = f"racer{number}@example.com"
+        assert gunicorn.post("/auth/register", json={"email": email, "password": PASSWORD}).status_code == 201
+        token = gunicorn.post("/auth/login", json={"email": email, "password": PASSWORD}).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        answers = in_parallel([
+            lambda h=headers: gunicorn.post("/subscription/intent", json={"price": prices["basic"]}, headers=h)
+            for _ in range(2)])
+        tally["parallel_requests"] += 2
+        assert sorted(a.status_code for a in answers) == [200, 201], [a.text for a in answers]
+        assert len({a.json()["subscription"]["id"] for a in answers}) == 1
+    assert len(stripe_client.v1.subscriptions.list(params={"status": "all"}).data) == 3

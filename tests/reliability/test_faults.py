@@ -1,0 +1,224 @@
+"""Faults: the database or the provider fails mid-request, or the process dies (CONTRACT "Webhook processing").
+
+A webhook that fails answers 5xx with nothing of it stored, and the provider's redelivery completes
+it; a user-facing call with the provider down or slow answers 503 ``provider_unavailable`` within a
+bounded time and leaves local state as it was.
+"""
+import sqlite3
+import threading
+import time
+
+import pytest
+import requests
+from sqlalchemy import create_engine, func, select, text
+
+from app.extensions import db
+from app.models import Notification, Subscription, User, WebhookEvent
+from app.signals import webhook_handled
+from tests.conftest import bearer, deliver, login, register
+from tests.reliability.support import activating_update, post_event, start_paid_subscriptions
+
+# The SDK's own backoff between two attempts is at most a second here; the rest is slack for a
+# loaded 2-core machine.
+BACKOFF_AND_SLACK_SECONDS = 2.5
+
+
+def snapshot(app):
+    with app.app_context():
+        db.session.expire_all()
+        return {
+            "ledger": db.session.scalar(select(func.count()).select_from(WebhookEvent)),
+            "subscriptions": db.session.scalars(select(Subscription.provider_status)).all(),
+            "notifications": db.session.scalars(select(Notification.kind)).all(),
+            "users": db.session.execute(select(User.plan, User.pm_type, User.pm_last_four)).tuples().all(),
+        }
+
+
+NOTHING = {"ledger": 0, "subscriptions": [], "notifications": [], "users": [(None, None, None)]}
+PAID = {"ledger": 1, "subscriptions": ["active"], "notifications": ["subscribed"], "users": [("basic", "visa", "4242")]}
+
+
+@pytest.fixture
+def paid_event(app, emulator, stripe_client, prices):
+    """The activating ``customer.subscription.updated`` of one user's freshly paid subscription, undelivered."""
+    subscriptions, events = start_paid_subscriptions(emulator, stripe_client, prices, app, 1)
+    (subscription_id,) = subscriptions.values()
+    return activating_update(events, subscription_id)
+
+
+def cut_connection(url):
+    """Return a ``webhook_handled`` receiver that drops the request's database connection once.
+
+    PostgreSQL: ``pg_terminate_backend`` from another connection, as when the server restarts or a
+    network partition ends the session. SQLite has no server: the file connection is closed
+    under the request, the nearest thing to losing the database mid-transaction.
+    """
+    done = []
+
+    def receiver(sender, event, **extra):
+        if done:
+            return
+        done.append(True)
+        if url.startswith("postgresql"):
+            pid = db.session.execute(text("SELECT pg_backend_pid()")).scalar()
+            killer = create_engine(url)
+            with killer.connect() as conn:
+                conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            killer.dispose()
+        else:
+            db.session.connection().connection.driver_connection.close()
+
+    return receiver
+
+
+def test_database_lost_mid_webhook_answers_5xx_leaves_nothing_and_the_redelivery_succeeds(
+        app, paid_event, database_url, tally):
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    client = app.test_client()
+    with webhook_handled.connected_to(cut_connection(database_url)):
+        response = deliver(client, paid_event)
+    tally["faults_injected"] += 1
+    assert response.status_code >= 500
+    assert snapshot(app) == NOTHING
+    assert deliver(client, paid_event).status_code == 200
+    tally["webhook_deliveries"] += 2
+    assert snapshot(app) == PAID
+
+
+def test_database_locked_by_another_writer_answers_5xx_and_the_redelivery_succeeds(
+        make_app, paid_event, database_url, tally):
+    """SQLite: another connection holds ``BEGIN EXCLUSIVE`` past the 5 s ``busy_timeout``.
+
+    PostgreSQL: another transaction holds the ledger table locked and the service's sessions run
+    with a 1 s ``lock_timeout`` (an operator's setting; the default waits for the lock).
+    """
+    postgres = database_url.startswith("postgresql")
+    options = {"connect_args": {"options": "-c lock_timeout=1000"}} if postgres else {}
+    app = make_app(SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True, **options})
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    client = app.test_client()
+    if postgres:
+        locker = create_engine(database_url)
+        holder = locker.connect()
+        holder.execute(text("LOCK TABLE webhook_events IN ACCESS EXCLUSIVE MODE"))
+    else:
+        holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+    try:
+        response = deliver(client, paid_event)
+    finally:
+        holder.rollback()
+        holder.close()
+        if postgres:
+            locker.dispose()
+    tally["faults_injected"] += 1
+    assert response.status_code >= 500
+    assert snapshot(app) == NOTHING
+    assert deliver(client, paid_event).status_code == 200
+    tally["webhook_deliveries"] += 2
+    assert snapshot(app) == PAID
+
+
+@pytest.mark.parametrize("path", ["/v1/customers", "/v1/payment_methods"])
+def test_provider_failing_while_the_card_is_promoted_answers_5xx_and_the_redelivery_completes_it(
+        app, paid_event, emulator, stripe_client, path, tally):
+    client = app.test_client()
+    emulator.add_fault(path, status=500, count=10)
+    response = deliver(client, paid_event)
+    emulator.clear_faults()
+    tally["faults_injected"] += 1
+    assert response.status_code == 503 and response.json["error"]["code"] == "provider_unavailable"
+    assert snapshot(app) == NOTHING
+    assert deliver(client, paid_event).status_code == 200
+    tally["webhook_deliveries"] += 2
+    assert snapshot(app) == PAID
+    customer = stripe_client.v1.customers.retrieve(paid_event["data"]["object"]["customer"])
+    assert customer.invoice_settings.default_payment_method == paid_event["data"]["object"]["default_payment_method"]
+
+
+def test_a_worker_killed_between_the_row_and_the_listeners_leaves_nothing_and_the_redelivery_converges(
+        gunicorn, app, emulator, stripe_client, prices, tally):
+    subscriptions, events = start_paid_subscriptions(emulator, stripe_client, prices, app, 1)
+    event = activating_update(events, next(iter(subscriptions.values())))
+    # The row is written, then CommitPaymentMethod waits on the provider: the worker dies there.
+    emulator.add_fault("/v1/customers", status=None, count=1, delay_seconds=3)
+    outcome = {}
+    thread = threading.Thread(target=lambda: outcome.update(r=_attempt(gunicorn.url, event)))
+    thread.start()
+    time.sleep(1.0)
+    assert gunicorn.kill_workers()
+    thread.join(30)
+    tally["faults_injected"] += 1
+    assert outcome["r"] is None or outcome["r"].status_code >= 500
+    gunicorn.wait_healthy()
+    emulator.clear_faults()
+    assert snapshot(app) == NOTHING
+    assert post_event(gunicorn.url, event).status_code == 200
+    tally["webhook_deliveries"] += 2
+    assert snapshot(app) == PAID
+
+
+def _attempt(url, event):
+    try:
+        return post_event(url, event)
+    except requests.ConnectionError:
+        return None
+
+
+@pytest.mark.parametrize("fault", ["slow", "down", "unreachable"])
+def test_provider_down_or_slow_during_intent_and_sync_answers_503_in_bounded_time(
+        make_app, emulator, prices, fault, tally):
+    timeout, retries = 1, 1
+    config = {"PROVIDER_TIMEOUT": timeout, "PROVIDER_MAX_NETWORK_RETRIES": retries}
+    app = make_app(**config)
+    client = app.test_client()
+    register(client)
+    headers = bearer(login(client))
+    # A first, successful intent leaves a local incomplete subscription, so the next one syncs.
+    first = client.post("/subscription/intent", json={"price": prices["basic"]}, headers=headers)
+    assert first.status_code == 201
+    before = snapshot(app)
+    with app.app_context():
+        provider_id = db.session.scalars(select(User.provider_id)).one()
+
+    if fault == "unreachable":
+        with socket_closed_port() as port:
+            broken = make_app(**config, PROVIDER_API_BASE=f"http://127.0.0.1:{port}")
+        client, runner = broken.test_client(), broken.test_cli_runner()
+    else:
+        emulator.add_fault("/v1/", status=500 if fault == "down" else None, count=100, delay_seconds=2.5)
+        runner = app.test_cli_runner()
+    bound = (retries + 1) * timeout + BACKOFF_AND_SLACK_SECONDS + (2.5 if fault == "down" else 0)
+
+    for price in (prices["basic"], prices["pro"]):  # reuse (sync, then retrieve) and replace (sync, cancel)
+        started = time.monotonic()
+        response = client.post("/subscription/intent", json={"price": price}, headers=headers)
+        elapsed = time.monotonic() - started
+        tally["faults_injected"] += 1
+        tally["provider_fault_max_ms"] = max(tally["provider_fault_max_ms"], round(elapsed * 1000))
+        assert response.status_code == 503 and response.json["error"]["code"] == "provider_unavailable"
+        assert elapsed < bound, f"{fault}: {elapsed:.1f} s"
+
+    started = time.monotonic()
+    result = runner.invoke(args=["sync-user", "--all"])
+    elapsed = time.monotonic() - started
+    tally["faults_injected"] += 1
+    assert result.exit_code != 0 and "FAILED (ProviderUnavailable" in result.output
+    assert elapsed < bound
+    emulator.clear_faults()
+    assert snapshot(app) == before
+    with app.app_context():
+        assert db.session.scalars(select(User.provider_id)).one() == provider_id
+    time.sleep(0.5 if fault == "slow" else 0)  # let delayed provider requests finish before the reset
+
+
+class socket_closed_port:
+    """A port on which nothing listens (bound, then closed)."""
+
+    def __enter__(self):
+        from tests.reliability.support import free_port
+
+        return free_port()
+
+    def __exit__(self, *exc):
+        return False
