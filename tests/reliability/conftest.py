@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import redis
 
 from tests.conftest import BASE_CONFIG, WEBHOOK_SECRET
 from tests.reliability.support import TALLY, WORKERS, Gunicorn, free_port
@@ -61,6 +62,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture
+def shared_limits():
+    """A Redis database of the local server for Flask-Limiter, emptied first (production's set-up)."""
+    url = "redis://127.0.0.1:6379/15"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture
 def gunicorn(make_app, database_url, emulator, request, tmp_path):
     """Start gunicorn on the test database and the emulator; yield a ``Gunicorn``; stop it afterwards.
 
@@ -68,6 +77,7 @@ def gunicorn(make_app, database_url, emulator, request, tmp_path):
     after the test. Prices made by the ``prices`` fixture are mapped in ``PROVIDER_PLANS``.
     """
     make_app()
+    extra_env = getattr(request, "param", {})  # indirect parametrisation adds settings
     plans = dict(BASE_CONFIG["PROVIDER_PLANS"])
     if "prices" in request.fixturenames:
         plans.update({price: plan for plan, price in request.getfixturevalue("prices").items()})
@@ -84,6 +94,7 @@ def gunicorn(make_app, database_url, emulator, request, tmp_path):
         "PASSWORD_HASH_TIME_COST": str(BASE_CONFIG["PASSWORD_HASH_TIME_COST"]),
         "PASSWORD_HASH_MEMORY_COST": str(BASE_CONFIG["PASSWORD_HASH_MEMORY_COST"]),
         "LOG_LEVEL": "DEBUG",
+        **extra_env,
     }
     log = tmp_path / "gunicorn.log"
     with log.open("wb") as out:

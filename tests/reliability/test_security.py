@@ -139,6 +139,17 @@ def test_brute_force_on_login_gets_429_through_gunicorn(gunicorn):
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
 
 
+@pytest.mark.parametrize("gunicorn", [{"RATELIMIT_STORAGE_URI": "redis://127.0.0.1:6379/15"}], indirect=True)
+def test_a_shared_limit_store_holds_brute_force_to_the_configured_limit(shared_limits, gunicorn):
+    """With Redis as ``RATELIMIT_STORAGE_URI`` (the README's production set-up) the four workers
+    share one count: exactly ten guesses a minute, then 429."""
+    assert gunicorn.post("/auth/register", json={"email": "ada@example.com", "password": PASSWORD}).status_code == 201
+    statuses = [gunicorn.post("/auth/login", json={"email": "ada@example.com", "password": f"guess {n}"}).status_code
+                for n in range(20)]
+    TALLY["inputs_tried"] += len(statuses)
+    assert statuses == [401] * 10 + [429] * 10
+
+
 def test_no_password_or_token_appears_in_logs(make_app, caplog, gunicorn):
     app = make_app()
     client = app.test_client()
