@@ -2,8 +2,10 @@
 
 ``webhook_handled`` is SPEC's ``WebhookHandled``: sent by the webhook controller after the
 signature is verified and the subscription row is written, inside the event's transaction, with
-``sender=current_app._get_current_object()`` and ``event=<the verified raw event dict>``.
-Receivers take ``(sender, event)``.
+``sender=current_app._get_current_object()``, ``event=<the verified raw event dict>`` and
+``user=<the User of the event's customer, already locked>``. Receivers take ``(sender, event)``
+and may use ``user`` instead of looking it up again (a query each, on every delivery); a sender
+that has no user gives none, and the receiver looks it up.
 """
 from blinker import Namespace
 

@@ -44,14 +44,18 @@ def is_stale(subscription, as_of):
     return subscription is not None and as_of < subscription.provider_updated_at
 
 
-def apply_subscription(user, obj, as_of):
+_LOOK_UP = object()
+
+
+def apply_subscription(user, obj, as_of, existing=_LOOK_UP):
     """Write the provider subscription ``obj`` (a dict) for ``user`` and return the row.
 
     ``as_of`` (aware UTC) is the time the state was current: the event's ``created`` or, for a
     live read, now. The caller checks ``is_stale`` first; the row's ``provider_updated_at`` never
-    moves backwards. Items that are no longer on the subscription are deleted.
+    moves backwards. Items that are no longer on the subscription are deleted. ``existing`` is the
+    row of ``obj["id"]`` (or ``None``) when the caller has just looked it up for ``is_stale``.
     """
-    subscription = find_subscription(obj["id"])
+    subscription = find_subscription(obj["id"]) if existing is _LOOK_UP else existing
     if subscription is None:
         subscription = Subscription(user=user, provider_id=obj["id"], provider_updated_at=as_of,
                                     type=(obj.get("metadata") or {}).get("type") or "default")

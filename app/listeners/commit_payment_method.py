@@ -40,7 +40,7 @@ def commit_payment_method(sender, event, **extra):
     obj = event["data"]["object"]
     if event["type"] not in PAYING_METHOD and event["type"] != "customer.updated":
         return
-    user = state.user_for_customer(objects.customer_id_of(obj))
+    user = extra.get("user") or state.user_for_customer(objects.customer_id_of(obj))
     if user is None:
         return
     if event["type"] == "customer.updated":

@@ -69,7 +69,7 @@ def commit_plan(sender, event, **extra):
     """Recompute ``users.plan`` and store the lifecycle notification for subscription events."""
     if event["type"] not in SUBSCRIPTION_EVENTS:
         return
-    user = state.user_for_customer(objects.customer_id_of(event["data"]["object"]))
+    user = extra.get("user") or state.user_for_customer(objects.customer_id_of(event["data"]["object"]))
     if user is None:
         return
     db.session.expire(user, ["subscriptions"])

@@ -43,7 +43,7 @@ def write_subscription(provider, user, event):
         return
     if existing is not None and as_of == existing.provider_updated_at:
         obj = provider.retrieve_subscription(obj["id"])
-    state.apply_subscription(user, obj, as_of)
+    state.apply_subscription(user, obj, as_of, existing=existing)
 
 
 # Event type -> row writer (STYLE rule 8); every other type writes no row.
@@ -108,5 +108,5 @@ def handle_delivery(payload, signature_header):
     writer = WRITERS.get(event["type"])
     if writer is not None:
         writer(provider, user, event)
-    webhook_handled.send(current_app._get_current_object(), event=event)
+    webhook_handled.send(current_app._get_current_object(), event=event, user=user)
     return "processed"
