@@ -6,6 +6,7 @@ from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import MetaData
 
 from app.api import Api
+from app.db_session import Session
 
 # Views keep using objects after committing; reloading every attribute would cost a query each.
 db = SQLAlchemy(
@@ -19,7 +20,7 @@ db = SQLAlchemy(
             "pk": "pk_%(table_name)s",
         }
     ),
-    session_options={"expire_on_commit": False},
+    session_options={"expire_on_commit": False, "class_": Session},
 )
 # Batch mode lets Alembic alter SQLite tables (it copies them) with the same migration scripts.
 migrate = Migrate(render_as_batch=True, compare_type=True)
