@@ -1,5 +1,6 @@
 """Writing provider subscriptions into local rows. Nothing here commits: the caller owns the transaction."""
 from sqlalchemy import select, update
+from sqlalchemy.orm import joinedload
 
 from app.billing import objects
 from app.extensions import db
@@ -26,8 +27,27 @@ def lock_user(user):
     )
 
 
-def find_subscription(provider_id):
-    return db.session.scalars(select(Subscription).where(Subscription.provider_id == provider_id)).first()
+def lock_customer(customer_id):
+    """Lock the user of ``customer_id`` as ``lock_user`` does; return it, or ``None`` for an unknown customer.
+
+    The user comes with its subscriptions and their items, so a webhook reads everything it
+    needs in two round trips (the locking UPDATE ... RETURNING, then one joined SELECT).
+    """
+    if not customer_id:
+        return None
+    user_id = db.session.scalar(
+        update(User).where(User.provider_id == customer_id).values(updated_at=utcnow()).returning(User.id)
+        .execution_options(synchronize_session=False)
+    )
+    if user_id is None:
+        return None
+    return db.session.get(User, user_id, populate_existing=True,
+                          options=[joinedload(User.subscriptions).joinedload(Subscription.items)])
+
+
+def subscription_of(user, provider_id):
+    """Return the user's subscription row for the provider id, or ``None``."""
+    return next((s for s in user.subscriptions if s.provider_id == provider_id), None)
 
 
 def live_as_of():
@@ -44,18 +64,14 @@ def is_stale(subscription, as_of):
     return subscription is not None and as_of < subscription.provider_updated_at
 
 
-_LOOK_UP = object()
-
-
-def apply_subscription(user, obj, as_of, existing=_LOOK_UP):
+def apply_subscription(user, obj, as_of):
     """Write the provider subscription ``obj`` (a dict) for ``user`` and return the row.
 
     ``as_of`` (aware UTC) is the time the state was current: the event's ``created`` or, for a
     live read, now. The caller checks ``is_stale`` first; the row's ``provider_updated_at`` never
-    moves backwards. Items that are no longer on the subscription are deleted. ``existing`` is the
-    row of ``obj["id"]`` (or ``None``) when the caller has just looked it up for ``is_stale``.
+    moves backwards. Items that are no longer on the subscription are deleted.
     """
-    subscription = find_subscription(obj["id"]) if existing is _LOOK_UP else existing
+    subscription = subscription_of(user, obj["id"])
     if subscription is None:
         subscription = Subscription(user=user, provider_id=obj["id"], provider_updated_at=as_of,
                                     type=(obj.get("metadata") or {}).get("type") or "default")

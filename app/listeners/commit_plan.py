@@ -4,8 +4,6 @@ The plan comes from the stored subscriptions, never from the payload's price (li
 Notifications come only from ``previous_attributes`` and the event's object (rules 3 to 5), so a
 replayed event decides the same and an event with nothing changed notifies nobody.
 """
-from sqlalchemy import select
-
 from app.billing import objects, plans, state
 from app.billing.events import SUBSCRIPTION_EVENTS
 from app.extensions import db
@@ -56,12 +54,12 @@ def decide_notifications(event):
 
 
 def notify(user, event_id, kind, data):
-    """Store a notification unless this event already produced one of this kind (idempotent)."""
-    exists = db.session.scalar(
-        select(Notification.id).where(Notification.event_id == event_id, Notification.kind == kind)
-    )
-    if exists is None:
-        db.session.add(Notification(user_id=user.id, event_id=event_id, kind=kind, data=data))
+    """Store a notification of ``kind`` for the event.
+
+    At most one per event and kind: the webhook ledger processes an event id once, and the
+    unique key (event_id, kind) refuses a second row should anything else try.
+    """
+    db.session.add(Notification(user_id=user.id, event_id=event_id, kind=kind, data=data))
 
 
 @webhook_handled.connect
@@ -72,7 +70,6 @@ def commit_plan(sender, event, **extra):
     user = extra.get("user") or state.user_for_customer(objects.customer_id_of(event["data"]["object"]))
     if user is None:
         return
-    db.session.expire(user, ["subscriptions"])
     plans.recompute_plan(user)
     for kind, data in decide_notifications(event):
         notify(user, event["id"], kind, data)

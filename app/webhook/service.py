@@ -38,12 +38,12 @@ def write_subscription(provider, user, event):
     """
     obj = event["data"]["object"]
     as_of = from_timestamp(event["created"])
-    existing = state.find_subscription(obj["id"])
+    existing = state.subscription_of(user, obj["id"])
     if state.is_stale(existing, as_of):
         return
     if existing is not None and as_of == existing.provider_updated_at:
         obj = provider.retrieve_subscription(obj["id"])
-    state.apply_subscription(user, obj, as_of, existing=existing)
+    state.apply_subscription(user, obj, as_of)
 
 
 # Event type -> row writer (STYLE rule 8); every other type writes no row.
@@ -101,10 +101,9 @@ def handle_delivery(payload, signature_header):
     check_event(event)
     if not record(event):
         return "duplicate"
-    user = state.user_for_customer(objects.customer_id_of(event["data"]["object"]))
+    user = state.lock_customer(objects.customer_id_of(event["data"]["object"]))
     if user is None:
         return "ignored"
-    state.lock_user(user)
     writer = WRITERS.get(event["type"])
     if writer is not None:
         writer(provider, user, event)
