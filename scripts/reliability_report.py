@@ -24,7 +24,8 @@ ROWS = {
     "inputs_tried": "Bad or generated inputs tried",
     "rebuilt_users": "Users rebuilt from the provider alone",
     "login_timing_median_diff_us": "Login: unknown email vs wrong password, median difference (µs)",
-    "brute_force_guesses_before_429": "Login guesses answered before 429 (4 workers)",
+    "brute_force_guesses_before_429": "Login guesses answered before 429 (4 workers, `memory://`: counted per worker)",
+    "brute_force_guesses_before_429_shared": "Login guesses answered before 429 (4 workers sharing Redis; limit 10)",
     "lost_updates": "Lost or wrong updates (must be 0)",
 }
 

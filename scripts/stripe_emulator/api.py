@@ -27,10 +27,14 @@ def newest_first(objs) -> list[dict]:
 @bp.post("/v1/products")
 @endpoint({"name", "id", "description", "metadata", "active"}, required=("name",))
 def create_product(st, params):
+    return render(st, _add_product(st, params), params.get("expand"))
+
+
+def _add_product(st, params):
     prod = objects.product(st, params)
     st.products[prod["id"]] = prod
     st.emit("product.created", prod)
-    return render(st, prod, params.get("expand"))
+    return prod
 
 
 @bp.get("/v1/products/<prod_id>")
@@ -47,10 +51,7 @@ def create_price(st, params):
     if params.get("product"):
         product_id = st.get("products", params["product"], "product")["id"]
     elif params.get("product_data"):
-        prod = objects.product(st, params["product_data"])
-        st.products[prod["id"]] = prod
-        st.emit("product.created", prod)
-        product_id = prod["id"]
+        product_id = _add_product(st, params["product_data"])["id"]
     else:
         raise StripeError(400, "You must specify either `product` or `product_data` when "
                           "creating a price.", param="product")
