@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Subscription
-from tests.conftest import bearer, login, register
+from tests.conftest import bearer, deliver, login, register
 
 DAY = 86400
 
@@ -250,3 +250,19 @@ def test_grace_period_ends_on_our_clock_even_if_the_webhook_is_late(flow):
         assert flow.me()["plan"] == "basic"
     with time_machine.travel(end, tick=False):
         assert flow.me()["plan"] == "free"
+
+
+def test_a_late_event_does_not_bring_back_a_replaced_card(flow):
+    started = flow.intent()
+    flow.pay(started["client_secret"])
+    flow.emulator.advance(60)  # the card switch happens in a later second than the payment
+    flow.stripe.v1.subscriptions.update(started["subscription"]["id"],
+                                        params={"default_payment_method": "pm_card_mastercard"})
+    events = [e.to_dict(for_json=True) for e in flow.stripe.v1.events.list(
+        params={"type": "customer.subscription.updated", "limit": 100}).data]  # newest first
+    assert [set(e["data"]["previous_attributes"]) & {"default_payment_method"} for e in events] == [
+        {"default_payment_method"}, {"default_payment_method"}]
+    for event in events:  # newest first: the payment's event arrives after the switch
+        assert deliver(flow.client, event, secret=flow.app.config["PROVIDER_WEBHOOK_SECRET"][0]).status_code == 200
+    assert flow.me()["card"] == {"brand": "mastercard", "last4": "4444"}
+    assert flow.me()["plan"] == "basic" and flow.notifications() == ["subscribed"]

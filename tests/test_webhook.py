@@ -284,3 +284,11 @@ def test_webhook_handled_carries_the_verified_raw_event(app, client, customer):
     with webhook_handled.connected_to(record):
         accepted(post(client, event))
     assert received == [(app, event)]
+
+
+def test_event_types_the_service_ignores_are_not_checked_for_their_object(app, client, customer):
+    # An endpoint with every event enabled also gets customer.discount.*, which carries a discount.
+    event = load_event("16", type="customer.discount.created")
+    event["data"]["object"] = {"object": "discount", "id": "di_1", "customer": CUSTOMER}
+    accepted(post(client, event))
+    assert snapshot(app)["subscriptions"] == [] and snapshot(app)["notifications"] == []

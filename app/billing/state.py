@@ -81,6 +81,7 @@ def apply_subscription(user, obj, as_of):
     subscription.provider_status = obj.get("status") or "incomplete"
     subscription.provider_price = objects.price_of(items[0]) if items else None
     subscription.quantity = items[0].get("quantity") if len(items) == 1 else None
+    subscription.default_payment_method = objects.ref_id(obj.get("default_payment_method"))
     subscription.cancel_at_period_end = bool(obj.get("cancel_at_period_end"))
     subscription.current_period_end = period_end
     subscription.trial_ends_at = from_timestamp(obj.get("trial_end"))

@@ -2,20 +2,30 @@
 from app.billing import objects, payment_methods, state
 from app.billing.provider import get_provider
 from app.signals import webhook_handled
+from app.timeutil import from_timestamp
 
 
-def _from_subscription(event):
+def _from_subscription(user, event):
     obj, previous = event["data"]["object"], event["data"].get("previous_attributes") or {}
     # Only when the method or the status moved: every other update leaves the card as it was.
-    if event["type"] == "customer.subscription.created" or {"default_payment_method", "status"} & set(previous):
-        return objects.ref_id(obj.get("default_payment_method"))
-    return None
+    moved = event["type"] == "customer.subscription.created" or {"default_payment_method", "status"} & set(previous)
+    if not moved:
+        return None
+    # The row was just written by the controller and holds the newest state known, also when
+    # this event arrived late or tied with another: its method is the one that pays now.
+    row = state.subscription_of(user, obj.get("id"))
+    return row.default_payment_method if row is not None else objects.ref_id(obj.get("default_payment_method"))
 
 
-def _from_invoice(event):
+def _from_invoice(user, event):
     invoice = event["data"]["object"]
-    if not objects.subscription_id_of_invoice(invoice):
+    subscription_id = objects.subscription_id_of_invoice(invoice)
+    if not subscription_id:
         return None  # a one-off invoice says nothing about the subscription's card
+    row = state.subscription_of(user, subscription_id)
+    if row is not None and state.is_stale(row, from_timestamp(event["created"])):
+        # A late invoice must not bring back a card replaced since: promote the current one.
+        return row.default_payment_method
     method = objects.ref_id(invoice.get("default_payment_method"))
     if method:
         return method
@@ -47,6 +57,6 @@ def commit_payment_method(sender, event, **extra):
         if "invoice_settings" in (event["data"].get("previous_attributes") or {}):
             payment_methods.refresh_from_customer(get_provider(), user, obj)
         return
-    method = PAYING_METHOD[event["type"]](event)
+    method = PAYING_METHOD[event["type"]](user, event)
     if method:
         payment_methods.promote(get_provider(), user, method)

@@ -30,6 +30,7 @@ class Subscription(db.Model):
     provider_status: Mapped[str] = mapped_column(String(32))
     provider_price: Mapped[str | None] = mapped_column(String(255))
     quantity: Mapped[int | None] = mapped_column(Integer)
+    default_payment_method: Mapped[str | None] = mapped_column(String(255))
     cancel_at_period_end: Mapped[bool] = mapped_column(Boolean, default=False)
     current_period_end: Mapped[datetime | None] = mapped_column(UTCDateTime)
     trial_ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
