@@ -13,9 +13,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "stripe_events"
-# Stripe's example of every API object, in the steering repo's shared/ beside this checkout.
-SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared"
-OPENAPI_FIXTURES = SHARED / "fixtures" / "stripe_openapi" / "fixtures3.json"
+# Stripe's example of every API object (stripe/openapi), copied in so a clone anywhere can run the tests.
+OPENAPI_FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "stripe_openapi" / "fixtures3.json"
 
 
 @pytest.fixture
