@@ -1,7 +1,7 @@
 """Application factory: ``create_app(config=None)`` reads as the list of what the service is made of."""
 import os
 
-from flask import Flask
+from flask import Flask, current_app, has_app_context
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -91,5 +91,18 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=5000")
+        cursor.execute(f"PRAGMA busy_timeout={_sqlite_busy_timeout_ms()}")
         cursor.close()
+
+
+# The Stripe SDK waits at most this long between two attempts of one call.
+_PROVIDER_RETRY_DELAY_MAX = 5
+
+
+def _sqlite_busy_timeout_ms():
+    # state.lock_user holds SQLite's one write lock across provider calls: a writer queued behind
+    # it waits out at least one whole call (every attempt and back-off) before it answers 503.
+    if not has_app_context():
+        return 5000
+    retries, timeout = current_app.config["PROVIDER_MAX_NETWORK_RETRIES"], current_app.config["PROVIDER_TIMEOUT"]
+    return max(5000, ((retries + 1) * timeout + retries * _PROVIDER_RETRY_DELAY_MAX) * 1000)

@@ -8,6 +8,7 @@ import re
 
 from flask import g, jsonify
 from marshmallow import Schema, fields
+from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger(__name__)
@@ -104,10 +105,36 @@ class ServiceUnavailable(AppError):
     code = "service_unavailable"
     message = "The service is temporarily unavailable."
 
+    @classmethod
+    def lock_timeout(cls):
+        # Another request holds the row (or, on SQLite, the database) across provider calls; a
+        # second try usually finds it free, so the client is told to retry rather than shown a 500.
+        return cls("Another request is updating the same data; try again shortly.",
+                   headers={"Retry-After": "1"})
+
 
 class ProviderUnavailable(ServiceUnavailable):
     code = "provider_unavailable"
     message = "The payment provider did not answer in time; try again shortly."
+
+
+class ProviderRejected(AppError):
+    """The payment provider refused a request of ours with a 4xx (``InvalidRequestError`` and the like).
+
+    502 Bad Gateway, not 422 or 503: the request to the provider is built from our stored state
+    (e.g. a customer the provider no longer knows), so the client can fix it neither by changing its
+    body (client input the provider would refuse is validated first) nor by waiting. The provider's
+    own message stays in the log, as it names other objects' ids; only its error code is shown.
+    """
+
+    status = 502
+    code = "provider_rejected"
+    message = "The payment provider refused the request."
+
+    @classmethod
+    def for_call(cls, what, provider_code=None):
+        return cls(f"The payment provider refused the request ({what}).",
+                   details={"provider_code": provider_code} if provider_code else None)
 
 
 class ErrorBodySchema(Schema):
@@ -189,7 +216,28 @@ def handle_unexpected(error):
     return error_response(500, AppError.code, AppError.message, {"request_id": g.get("request_id")})
 
 
+# PostgreSQL's lock_not_available (a ``lock_timeout`` ran out) and deadlock_detected: a lock wait failed.
+_LOCK_SQLSTATES = frozenset({"55P03", "40P01"})
+
+
+def is_lock_timeout(error):
+    """Whether the ``OperationalError`` is a lock wait that gave up, on SQLite or PostgreSQL."""
+    orig = error.orig
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    # SQLite reports a busy_timeout that ran out only through the message.
+    return sqlstate in _LOCK_SQLSTATES or "database is locked" in str(orig) or "database table is locked" in str(orig)
+
+
+def handle_operational_error(error):
+    """Answer a lock wait that timed out with 503 and ``Retry-After``; anything else is unexpected (500)."""
+    if not is_lock_timeout(error):
+        return handle_unexpected(error)
+    log.warning("database lock wait timed out (request id %s): %s", g.get("request_id", "-"), error.orig)
+    return handle_app_error(ServiceUnavailable.lock_timeout())
+
+
 def register_errorhandlers(app):
     app.register_error_handler(AppError, handle_app_error)
+    app.register_error_handler(OperationalError, handle_operational_error)
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(Exception, handle_unexpected)

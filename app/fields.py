@@ -1,7 +1,37 @@
 """Marshmallow fields shared by the schemas."""
+import re
+
 from marshmallow import fields
 
 from app.timeutil import isoformat_z
+
+# PostgreSQL text cannot hold NUL, and an unpaired UTF-16 surrogate (JSON "\ud800") cannot be
+# encoded as UTF-8 by argon2, the database driver or the provider's SDK: either one would be a 500.
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+
+
+class _StorableText:
+    """Mixin for request string fields: refuse NUL and unpaired surrogates, so such input is a 422."""
+
+    default_error_messages = {"unstorable": "Must not contain NUL characters or unpaired UTF-16 surrogates."}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        value = super()._deserialize(value, attr, data, **kwargs)
+        if _UNSTORABLE.search(value):
+            raise self.make_error("unstorable")
+        return value
+
+
+class Text(_StorableText, fields.String):
+    """A request string that the database, argon2 and the provider can all take."""
+
+
+class Email(_StorableText, fields.Email):
+    """A request email address that the database can store."""
+
+
+class Url(_StorableText, fields.Url):
+    """A request URL that the database and the provider can take."""
 
 
 class Timestamp(fields.Field):

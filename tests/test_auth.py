@@ -262,3 +262,24 @@ def test_deleting_a_user_deletes_their_tokens(app, client, user, auth_headers):
         db.session.commit()
     assert stored_tokens(app) == []
     assert client.get("/auth/me", headers=auth_headers).status_code == 401
+
+
+# Raw bodies: json.loads turns the escape into an unpaired surrogate, which no UTF-8 encoder accepts.
+@pytest.mark.parametrize("path, body, field", [
+    ("/auth/register", r'{"email": "b@example.com", "password": "lone \ud800 surrogate"}', "password"),
+    ("/auth/register", r'{"email": "b@example.com", "password": "correct horse", "name": "A\ud800"}', "name"),
+    ("/auth/register", r'{"email": "b\udfff@example.com", "password": "correct horse"}', "email"),
+    ("/auth/login", r'{"email": "ada@example.com", "password": "lone \ud800 surrogate"}', "password"),
+    ("/auth/login", r'{"email": "ada\ud800@example.com", "password": "correct horse"}', "email"),
+])
+def test_lone_surrogates_are_a_422_naming_the_field(client, user, path, body, field):
+    response = client.post(path, data=body, content_type="application/json")
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert response.json["error"]["code"] == "validation_error"
+    assert list(response.json["error"]["details"]) == [field]
+
+
+def test_a_valid_surrogate_pair_is_an_ordinary_character(client):
+    response = client.post("/auth/register", data=r'{"email": "c@example.com", "password": "correct horse", '
+                                                   r'"name": "Ada \ud83d\ude00"}', content_type="application/json")
+    assert response.status_code == 201 and response.json["name"] == "Ada \U0001F600"

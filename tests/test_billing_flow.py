@@ -10,10 +10,10 @@ import pytest
 import requests
 import stripe
 import time_machine
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.extensions import db
-from app.models import Subscription
+from app.models import Subscription, User
 from tests.conftest import bearer, deliver, login, register
 
 DAY = 86400
@@ -266,3 +266,59 @@ def test_a_late_event_does_not_bring_back_a_replaced_card(flow):
         assert deliver(flow.client, event, secret=flow.app.config["PROVIDER_WEBHOOK_SECRET"][0]).status_code == 200
     assert flow.me()["card"] == {"brand": "mastercard", "last4": "4444"}
     assert flow.me()["plan"] == "basic" and flow.notifications() == ["subscribed"]
+
+
+def test_a_card_the_provider_refuses_to_promote_does_not_fail_the_webhook(flow):
+    started = flow.intent()
+    flow.pay(started["client_secret"])
+    paying = flow.stripe.v1.subscriptions.retrieve(started["subscription"]["id"]).default_payment_method
+    flow.stripe.v1.payment_methods.detach(paying)  # before the webhooks that would promote it arrive
+    flow.deliver()  # asserts every delivery answered 2xx
+    me = flow.me()
+    assert me["plan"] == "basic" and me["subscription"]["status"] == "active"
+    assert me["card"] is None, "the customer's current default (none) is mirrored instead"
+    customer = flow.stripe.v1.customers.retrieve(flow.stripe.v1.subscriptions.retrieve(
+        started["subscription"]["id"]).customer)
+    assert customer.invoice_settings.default_payment_method is None
+
+
+@pytest.mark.parametrize("path", ["/subscription/portal", "/subscription/intent"])
+def test_a_customer_the_provider_no_longer_knows_is_a_502_not_a_500(flow, path):
+    with flow.app.app_context():
+        db.session.execute(update(User).values(provider_id="cus_forgotten"))
+        db.session.commit()
+    body = {"price": flow.prices["basic"]} if path.endswith("intent") else {}
+    response = flow.client.post(path, json=body, headers=flow.headers)
+    assert response.status_code == 502
+    assert response.json["error"]["code"] == "provider_rejected"
+    assert response.json["error"]["details"] == {"provider_code": "resource_missing"}
+    assert "cus_forgotten" not in response.get_data(as_text=True)
+    assert "sk_test" not in response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("return_url", ["ftp://example.com/account", "javascript:alert(1)",
+                                        "https://example.com/" + "a" * 2048], ids=["ftp", "javascript", "too-long"])
+def test_portal_return_url_must_be_a_web_address_of_sane_length(flow, return_url):
+    response = flow.client.post("/subscription/portal", json={"return_url": return_url}, headers=flow.headers)
+    assert response.status_code == 422 and "return_url" in response.json["error"]["details"]
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("/subscription/portal", r'{"return_url": "https://example.com/\ud800"}', "return_url"),
+    ("/subscription/intent", r'{"price": "price_\udfff"}', "price"),
+])
+def test_lone_surrogates_in_subscription_bodies_are_a_422(flow, path, body, field):
+    response = flow.client.post(path, data=body, content_type="application/json", headers=flow.headers)
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert response.json["error"]["code"] == "validation_error"
+    assert list(response.json["error"]["details"]) == [field]
+
+
+def test_portal_sessions_are_created_with_an_idempotency_key(flow):
+    first = flow.client.post("/subscription/portal", json={"return_url": "https://example.com/a"}, headers=flow.headers)
+    other = flow.client.post("/subscription/portal", json={"return_url": "https://example.com/b"}, headers=flow.headers)
+    assert first.status_code == other.status_code == 200
+    assert first.json["url"] != other.json["url"], "another return URL is another session"
+    with flow.emulator.store.lock:
+        keys = [key for _, key in flow.emulator.store.idempotency]
+    assert sum(key.startswith("portal-") for key in keys) == 2

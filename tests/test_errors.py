@@ -1,9 +1,11 @@
 """Every failure answers the one JSON error shape (CONTRACT "Error"), never an HTML page."""
 import logging
+import sqlite3
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
-from tests.conftest import PASSWORD
+from tests.conftest import BASE_CONFIG, PASSWORD
 
 
 def assert_error(response, status, code):
@@ -87,3 +89,38 @@ def test_nul_in_a_stored_string_is_a_422(client):
 def test_an_out_of_range_page_cursor_is_a_422(client, auth_headers):
     assert_error(client.get("/notifications?starting_after=99999999999999999999999", headers=auth_headers), 422,
                  "validation_error")
+
+
+def test_a_write_that_waits_out_the_database_lock_is_a_503(client, auth_headers, database_url):
+    if not database_url.startswith("sqlite:///"):
+        pytest.skip("holds SQLite's database-wide write lock")
+    holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # as a concurrent intent does while it talks to the provider
+    try:
+        response = client.post("/subscription/intent", json={"price": next(iter(BASE_CONFIG["PROVIDER_PLANS"]))},
+                               headers=auth_headers)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert_error(response, 503, "service_unavailable")
+    assert response.headers["Retry-After"] == "1"
+
+
+class _PostgresError(Exception):
+    def __init__(self, sqlstate):
+        super().__init__(f"SQLSTATE {sqlstate}")
+        self.sqlstate = sqlstate
+
+
+@pytest.mark.parametrize("sqlstate, status", [("55P03", 503), ("40P01", 503), ("08006", 500)])
+def test_a_postgresql_lock_timeout_is_a_503_and_other_database_errors_a_500(make_app, sqlstate, status):
+    app = make_app()
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+
+    @app.post("/locked")
+    def locked():
+        raise OperationalError("UPDATE users SET updated_at=%(updated_at)s", {}, _PostgresError(sqlstate))
+
+    response = app.test_client().post("/locked")
+    assert_error(response, status, "service_unavailable" if status == 503 else "internal_error")
+    assert "UPDATE users" not in response.get_data(as_text=True)

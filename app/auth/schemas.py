@@ -1,22 +1,22 @@
-"""Request and response bodies of the auth endpoints (CONTRACT "Resources as JSON")."""
+"""Request and response bodies of the auth endpoints (CONTRACT "Resources as JSON").
+
+Request strings use the ``app.fields`` types, which refuse NUL and unpaired surrogates (a 422, not a 500).
+"""
 from marshmallow import Schema, fields, validate
 
-from app.fields import Timestamp
+from app.fields import Email, Text, Timestamp
 from app.subscription.schemas import SubscriptionSchema
-
-# PostgreSQL text cannot hold NUL; refusing it here keeps such input a 422, not a 500.
-NO_NUL = validate.Regexp(r"^[^\x00]*$", error="Must not contain NUL characters.")
 
 
 class RegisterSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=320))
-    password = fields.String(required=True, load_only=True, validate=validate.Length(min=8, max=1024))
-    name = fields.String(load_default=None, allow_none=True, validate=[validate.Length(max=255), NO_NUL])
+    email = Email(required=True, validate=validate.Length(max=320))
+    password = Text(required=True, load_only=True, validate=validate.Length(min=8, max=1024))
+    name = Text(load_default=None, allow_none=True, validate=validate.Length(max=255))
 
 
 class LoginSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=320))
-    password = fields.String(required=True, load_only=True, validate=validate.Length(max=1024))
+    email = Email(required=True, validate=validate.Length(max=320))
+    password = Text(required=True, load_only=True, validate=validate.Length(max=1024))
     remember_me = fields.Boolean(load_default=False)
 
 

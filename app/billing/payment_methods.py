@@ -4,7 +4,12 @@ SPEC 6 listener rule 2: the provider saves the method on the subscription only
 (``save_default_payment_method=on_subscription``), so without promotion it never reaches the
 customer and a just-paid user shows no card.
 """
+import logging
+
 from app.billing import objects
+from app.errors import ProviderRejected
+
+log = logging.getLogger(__name__)
 
 
 def store_card(user, payment_method):
@@ -15,14 +20,24 @@ def store_card(user, payment_method):
 def promote(provider, user, payment_method_id):
     """Make ``payment_method_id`` the customer's default unless it already is; mirror the card.
 
-    Idempotent: when the method is already the default no provider write happens.
+    Return whether the default changed. Idempotent: when the method is already the default no
+    provider write happens. When the provider refuses the promotion (the method was detached or
+    is unknown) the customer's current default card is mirrored instead. Raises
+    ``ProviderUnavailable`` (503), so that a webhook fails and is retried.
     """
     customer = provider.retrieve_customer(user.provider_id)
     default = (customer.get("invoice_settings") or {}).get("default_payment_method")
     if objects.ref_id(default) == payment_method_id and isinstance(default, dict):
         store_card(user, default)
         return False
-    provider.set_default_payment_method(user.provider_id, payment_method_id)
+    try:
+        provider.set_default_payment_method(user.provider_id, payment_method_id)
+    except ProviderRejected as exc:
+        # A refusal is final: failing the webhook would only repeat it on every retry for days
+        # and keep the subscription row from ever committing.
+        log.warning("payment method %s not promoted for customer %s: %s", payment_method_id, user.provider_id, exc)
+        refresh_from_customer(provider, user, customer)
+        return False
     store_card(user, provider.retrieve_payment_method(payment_method_id))
     return True
 

@@ -1,9 +1,11 @@
 """``StripeProvider``: the ``SubscriptionProvider`` contract on the official ``stripe`` SDK.
 
 The only module that imports ``stripe``. Network failures, rate limits and Stripe's 5xx become
-``ProviderUnavailable`` (503); the SDK retries idempotent requests itself (``max_network_retries``)
-and every create carries an idempotency key.
+``ProviderUnavailable`` (503); a request Stripe refuses (its 4xx) becomes ``ProviderRejected``
+(502) unless a method maps it more precisely; the SDK retries idempotent requests itself
+(``max_network_retries``) and every create carries an idempotency key.
 """
+import hashlib
 import json
 import logging
 import time
@@ -12,20 +14,29 @@ from contextlib import contextmanager
 import stripe
 
 from app.billing.provider import SubscriptionProvider
-from app.errors import InvalidPayload, InvalidSignature, ProviderUnavailable, UnknownPrice
+from app.errors import InvalidPayload, InvalidSignature, ProviderRejected, ProviderUnavailable, UnknownPrice
 
 log = logging.getLogger(__name__)
 
 SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret"]
 
+# Stripe keeps a billing portal session usable for a few minutes; within one window of this many
+# seconds a retried or repeated request gets the same session, after it a fresh one.
+PORTAL_IDEMPOTENCY_WINDOW = 60
+
 
 @contextmanager
 def _provider_call(what):
+    """Map the SDK's errors onto the error tree: ``ProviderUnavailable`` or ``ProviderRejected``."""
     try:
         yield
     except (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError, stripe.AuthenticationError) as exc:
         log.warning("provider call failed: %s: %s", what, exc)
         raise ProviderUnavailable() from exc
+    except stripe.StripeError as exc:
+        # InvalidRequestError and the other 4xx: retrying the same request cannot help.
+        log.warning("provider refused a request: %s: %s", what, exc)
+        raise ProviderRejected.for_call(what, exc.code) from exc
 
 
 class StripeProvider(SubscriptionProvider):
@@ -92,13 +103,13 @@ class StripeProvider(SubscriptionProvider):
             )
 
     def retrieve_payment_method(self, payment_method_id):
-        try:
-            with _provider_call("retrieve payment method"):
+        with _provider_call("retrieve payment method"):
+            try:
                 return self._v1.payment_methods.retrieve(payment_method_id).to_dict()
-        except stripe.InvalidRequestError as exc:
-            if exc.code == "resource_missing":
-                return None
-            raise
+            except stripe.InvalidRequestError as exc:
+                if exc.code == "resource_missing":
+                    return None
+                raise
 
     def retrieve_payment_intent(self, payment_intent_id):
         with _provider_call("retrieve payment intent"):
@@ -112,14 +123,14 @@ class StripeProvider(SubscriptionProvider):
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": SUBSCRIPTION_EXPAND,
         }
-        try:
-            with _provider_call("create subscription"):
+        with _provider_call("create subscription"):
+            try:
                 subscription = self._v1.subscriptions.create(
                     params=params, options={"idempotency_key": idempotency_key})
-        except stripe.InvalidRequestError as exc:
-            if exc.param and "price" in exc.param:
-                raise UnknownPrice.for_price(price) from exc
-            raise
+            except stripe.InvalidRequestError as exc:
+                if exc.param and "price" in exc.param:
+                    raise UnknownPrice.for_price(price) from exc
+                raise
         return subscription.to_dict()
 
     def retrieve_subscription(self, subscription_id):
@@ -136,11 +147,19 @@ class StripeProvider(SubscriptionProvider):
             return self._v1.subscriptions.cancel(subscription_id).to_dict()
 
     def create_portal_session(self, customer_id, return_url):
+        """Create a session under a key derived from the customer, the return URL and a time window.
+
+        A key fixed per customer would replay one session, long expired, for the day Stripe keeps
+        keys; with the window a double click or retry gets one session, a later request a new one.
+        """
         params = {"customer": customer_id}
         if return_url:
             params["return_url"] = return_url
+        window = int(time.time()) // PORTAL_IDEMPOTENCY_WINDOW
+        target = hashlib.sha256((return_url or "").encode()).hexdigest()[:16]
         with _provider_call("create billing portal session"):
-            return self._v1.billing_portal.sessions.create(params=params).url
+            return self._v1.billing_portal.sessions.create(
+                params=params, options={"idempotency_key": f"portal-{customer_id}-{window}-{target}"}).url
 
     def list_webhook_endpoints(self):
         with _provider_call("list webhook endpoints"):

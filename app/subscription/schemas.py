@@ -1,7 +1,7 @@
 """Bodies of the subscription and notification endpoints (CONTRACT "Resources as JSON")."""
 from marshmallow import Schema, fields, validate
 
-from app.fields import Timestamp
+from app.fields import Text, Timestamp, Url
 
 
 class SubscriptionSchema(Schema):
@@ -21,8 +21,8 @@ class SubscriptionStateSchema(Schema):
 
 
 class IntentRequestSchema(Schema):
-    price = fields.String(required=True, validate=validate.Length(min=1, max=255),
-                          metadata={"description": "Provider price id, one of PROVIDER_PLANS"})
+    price = Text(required=True, validate=validate.Length(min=1, max=255),
+                 metadata={"description": "Provider price id, one of PROVIDER_PLANS"})
 
 
 class IntentSchema(Schema):
@@ -31,7 +31,9 @@ class IntentSchema(Schema):
 
 
 class PortalRequestSchema(Schema):
-    return_url = fields.Url(load_default=None, allow_none=True, require_tld=False)
+    # Only a web page can be returned to; the length bound is the common browser URL limit.
+    return_url = Url(load_default=None, allow_none=True, require_tld=False, schemes={"http", "https"},
+                     validate=validate.Length(max=2048))
 
 
 class PortalSchema(Schema):
