@@ -37,12 +37,13 @@ def show():
 @blp.alt_response(200, schema=IntentSchema, description="The pending subscription for this price, reused",
                   success=True)
 @blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(502, response="BAD_GATEWAY")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def intent(body):
     """Create or resume a subscription awaiting payment; confirm it client-side with ``client_secret``.
 
     201 for a new subscription, 200 for the pending one reused; 409 ``already_subscribed``; 422
-    ``unknown_price``; 503 ``provider_unavailable``. See ``service.create_intent`` (SPEC 4 rule 4).
+    ``unknown_price``; 502 ``provider_rejected``; 503 ``provider_unavailable``. See ``service.create_intent`` (SPEC 4 rule 4).
     """
     service.ensure_customer(g.current_user)
     db.session.commit()
@@ -60,9 +61,13 @@ def intent(body):
 @auth_required
 @blp.arguments(PortalRequestSchema)
 @blp.response(200, PortalSchema)
+@blp.alt_response(502, response="BAD_GATEWAY")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def portal(body):
-    """Return a provider billing portal URL where the user can cancel, resume or swap their plan."""
+    """Return a provider billing portal URL where the user can cancel, resume or swap their plan.
+
+    502 ``provider_rejected`` when Stripe refuses the session; 503 ``provider_unavailable``.
+    """
     url = service.portal_url(g.current_user, body["return_url"])
     db.session.commit()
     return {"url": url}
