@@ -36,7 +36,6 @@ def configure(app, config):
     app.config.from_mapping(app_config.DEFAULTS)
     app.config.from_mapping(
         SQLALCHEMY_DATABASE_URI=f"sqlite:///{app.instance_path}/app.db",
-        SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
         API_TITLE="Subscription service",
         API_VERSION="1.0.0",
         OPENAPI_VERSION="3.0.3",
@@ -49,6 +48,12 @@ def configure(app, config):
     app.config.from_mapping(app_config.from_environ())
     app.config.from_mapping(config or {})
     app_config.validate(app.config)
+    if "SQLALCHEMY_ENGINE_OPTIONS" not in app.config:
+        # A pre-ping finds a connection the server dropped (a restart, a failover) before a request
+        # uses it. An embedded SQLite file has no server to drop it, and the ping costs a statement
+        # on every checkout.
+        app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {
+            "pool_pre_ping": not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite")}
     os.makedirs(app.instance_path, exist_ok=True)
     if app.config["PROXY_FIX_X_FOR"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["PROXY_FIX_X_FOR"])

@@ -5,6 +5,10 @@ Safe methods do not change state (RFC 9110, 9.2.1) beyond the guarded one-statem
 no ``BEGIN`` and no ``ROLLBACK``, two round trips of the three an authenticated read costs.
 This is SQLAlchemy's documented pattern of one engine (one pool) with two isolation levels
 ("Maintaining Multiple Isolation Levels for a Single Engine").
+
+Not on SQLite: pysqlite sends no ``BEGIN`` before a read anyway, so there is no round trip to
+save, while switching the level costs a ``PRAGMA`` and SQLAlchemy's bookkeeping on every checkout
+(a third of ``/auth/me``'s time there).
 """
 from weakref import WeakKeyDictionary
 
@@ -18,7 +22,7 @@ _autocommit = WeakKeyDictionary()
 class Session(FlaskSession):
     def get_bind(self, mapper=None, clause=None, bind=None, **kwargs):
         engine = super().get_bind(mapper=mapper, clause=clause, bind=bind, **kwargs)
-        if not (has_request_context() and request.method in SAFE_METHODS):
+        if engine.dialect.name == "sqlite" or not (has_request_context() and request.method in SAFE_METHODS):
             return engine
         if engine not in _autocommit:
             _autocommit[engine] = engine.execution_options(isolation_level="AUTOCOMMIT")

@@ -10,7 +10,7 @@ import secrets
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import joinedload
 
 from app.errors import Unauthenticated
@@ -24,6 +24,14 @@ SESSION_LIFETIME = timedelta(hours=2)
 # Writing last_used_at on every request serialises a busy client's requests on one row.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 PRUNE_BATCH_SIZE = 10_000
+# The token with its user and the user's subscriptions, in one query: most authenticated views read
+# them (the entitled plan), and a lazy load would cost a round trip each. Built once, not per
+# request: rebuilding the statement and its loader options was a third of /auth/me's time.
+_TOKEN_WITH_USER = (
+    select(AccessToken)
+    .where(AccessToken.id == bindparam("token_id"))
+    .options(joinedload(AccessToken.user, innerjoin=True).joinedload(User.subscriptions))
+)
 
 
 def _digest(secret):
@@ -75,10 +83,7 @@ def authenticate(plain_text):
     # ASCII digits that fit a 64-bit key: anything else cannot name a token (and would overflow it).
     if not (token_id.isascii() and token_id.isdigit() and len(token_id) <= 18) or not secret:
         raise Unauthenticated.invalid_token("malformed token")
-    # The user's subscriptions come in the same query: most authenticated views read them (the
-    # entitled plan), and a lazy load would cost a second round trip on every request.
-    token = db.session.get(AccessToken, int(token_id),
-                           options=[joinedload(AccessToken.user).joinedload(User.subscriptions)])
+    token = db.session.execute(_TOKEN_WITH_USER, {"token_id": int(token_id)}).unique().scalar_one_or_none()
     if token is None or not hmac.compare_digest(token.token, _digest(secret)):
         raise Unauthenticated.invalid_token("unknown or revoked token")
     expiry = effective_expiry(token)

@@ -1,11 +1,20 @@
 """Writing provider subscriptions into local rows. Nothing here commits: the caller owns the transaction."""
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import joinedload
 
 from app.billing import objects
 from app.extensions import db
 from app.models import Subscription, SubscriptionItem, User
 from app.timeutil import from_timestamp, utcnow
+
+# A user with their subscriptions and items, read afresh: everything a webhook reads, in one query.
+# Built once: rebuilding the statement and its loader options per event cost a tenth of the event.
+_USER_WITH_SUBSCRIPTIONS = (
+    select(User)
+    .where(User.id == bindparam("user_id"))
+    .options(joinedload(User.subscriptions).joinedload(Subscription.items))
+    .execution_options(populate_existing=True)
+)
 
 
 def user_for_customer(customer_id):
@@ -41,8 +50,7 @@ def lock_customer(customer_id):
     )
     if user_id is None:
         return None
-    return db.session.get(User, user_id, populate_existing=True,
-                          options=[joinedload(User.subscriptions).joinedload(Subscription.items)])
+    return db.session.execute(_USER_WITH_SUBSCRIPTIONS, {"user_id": user_id}).unique().scalar_one()
 
 
 def subscription_of(user, provider_id):
