@@ -3,6 +3,9 @@
 A reference may be an id string or an expanded object; the period end may sit on the subscription
 (API before 2025-03-31) or on its items (later); an invoice's subscription may sit at the top level
 or under ``parent.subscription_details``.
+
+A signed event is still only JSON: a field of another type than documented reads as absent here,
+never as an exception (a 500, and the provider retrying the same body for days).
 """
 from app.timeutil import from_timestamp
 
@@ -22,15 +25,36 @@ def ref_id(value):
 
 
 def customer_id_of(obj):
-    """Return the customer id an event's object belongs to (a customer is its own)."""
+    """Return the customer id (a string, or ``None``) an event's object belongs to (a customer is its own)."""
     if obj.get("object") == "customer":
-        return obj.get("id")
+        return ref_id(obj)
     return ref_id(obj.get("customer"))
 
 
+def text_of(value):
+    """Return ``value`` if it is a string (a status, say), else ``None``."""
+    return value if isinstance(value, str) else None
+
+
+def timestamp_of(value):
+    """Return the aware UTC ``datetime`` of a Unix timestamp, or ``None`` when ``value`` is none."""
+    if type(value) is not int:  # bool is an int, and no timestamp
+        return None
+    try:
+        return from_timestamp(value)
+    except (OverflowError, OSError, ValueError):
+        return None  # beyond what datetime holds
+
+
+def list_data(value):
+    """Return the objects of a list object (``{"object": "list", "data": [...]}``)."""
+    data = value.get("data") if isinstance(value, dict) else None
+    return [entry for entry in data if isinstance(entry, dict)] if isinstance(data, list) else []
+
+
 def items_of(subscription):
-    items = subscription.get("items") or {}
-    return items.get("data") or [] if isinstance(items, dict) else []
+    """Return the subscription's items; one without an id names nothing that could be stored."""
+    return [item for item in list_data(subscription.get("items")) if ref_id(item.get("id"))]
 
 
 def price_of(item):
@@ -46,25 +70,33 @@ def product_of(item):
 def current_period_end(subscription):
     """Return the current period end: on the subscription, else the latest one on its items."""
     if subscription.get("current_period_end"):
-        return from_timestamp(subscription["current_period_end"])
-    ends = [item["current_period_end"] for item in items_of(subscription) if item.get("current_period_end")]
-    return from_timestamp(max(ends)) if ends else None
+        return timestamp_of(subscription["current_period_end"])
+    ends = list(filter(None, (timestamp_of(item.get("current_period_end")) for item in items_of(subscription))))
+    return max(ends) if ends else None
 
 
 def ends_at(subscription, period_end):
     """Return when access ends: the end of a terminal subscription, else a scheduled cancellation."""
-    if subscription.get("status") in TERMINAL_STATUSES:
-        return from_timestamp(subscription.get("ended_at") or subscription.get("canceled_at"))
+    if text_of(subscription.get("status")) in TERMINAL_STATUSES:
+        return timestamp_of(subscription.get("ended_at") or subscription.get("canceled_at"))
     if subscription.get("cancel_at_period_end"):
-        return from_timestamp(subscription.get("cancel_at")) or period_end
-    return from_timestamp(subscription.get("cancel_at"))
+        return timestamp_of(subscription.get("cancel_at")) or period_end
+    return timestamp_of(subscription.get("cancel_at"))
 
 
 def subscription_id_of_invoice(invoice):
     """Return the subscription an invoice bills, in the old (top-level) or new (``parent``) shape."""
-    parent = invoice.get("parent") or {}
-    details = parent.get("subscription_details") or {}
-    return ref_id(invoice.get("subscription")) or ref_id(details.get("subscription"))
+    parent = invoice.get("parent")
+    details = parent.get("subscription_details") if isinstance(parent, dict) else None
+    nested = details.get("subscription") if isinstance(details, dict) else None
+    return ref_id(invoice.get("subscription")) or ref_id(nested)
+
+
+def payment_intents_of_invoice(invoice):
+    """Return the ids of the payment intents that paid an invoice: the legacy field, then ``payments``."""
+    payments = [payment.get("payment") for payment in list_data(invoice.get("payments"))]
+    intents = [invoice.get("payment_intent")] + [p.get("payment_intent") for p in payments if isinstance(p, dict)]
+    return list(filter(None, map(ref_id, intents)))
 
 
 def client_secret_of(subscription):

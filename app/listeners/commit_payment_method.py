@@ -1,8 +1,13 @@
 """``CommitPaymentMethod``: promote the card that paid to the customer default (SPEC 6 listener rule 2)."""
+import logging
+
 from app.billing import objects, payment_methods, state
 from app.billing.provider import get_provider
+from app.errors import ProviderRejected
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp
+
+log = logging.getLogger(__name__)
 
 
 def _from_subscription(user, event):
@@ -29,10 +34,17 @@ def _from_invoice(user, event):
     method = objects.ref_id(invoice.get("default_payment_method"))
     if method:
         return method
-    intents = [invoice.get("payment_intent")]
-    intents += [(p.get("payment") or {}).get("payment_intent") for p in (invoice.get("payments") or {}).get("data", [])]
-    intent = next((objects.ref_id(i) for i in intents if objects.ref_id(i)), None)
-    return objects.ref_id(get_provider().retrieve_payment_intent(intent).get("payment_method")) if intent else None
+    intents = objects.payment_intents_of_invoice(invoice)
+    if not intents:
+        return None
+    try:
+        intent = get_provider().retrieve_payment_intent(intents[0])
+    except ProviderRejected:
+        # The provider does not know the intent (any more): a refusal is final, and failing the
+        # webhook would repeat it on every retry for days. The subscription's updates carry the card.
+        log.warning("payment intent %s of invoice %s not found", intents[0], invoice.get("id"))
+        return None
+    return objects.ref_id(intent.get("payment_method"))
 
 
 # Event type -> how to find the method that paid (STYLE rule 8).
@@ -55,7 +67,10 @@ def commit_payment_method(sender, event, **extra):
         return
     if event["type"] == "customer.updated":
         if "invoice_settings" in (event["data"].get("previous_attributes") or {}):
-            payment_methods.refresh_from_customer(get_provider(), user, obj)
+            # Events arrive out of order: a late update's default may be replaced already, and
+            # its payload would bring the old card back. The live customer holds the current one.
+            provider = get_provider()
+            payment_methods.refresh_from_customer(provider, user, provider.retrieve_customer(user.provider_id))
         return
     method = PAYING_METHOD[event["type"]](user, event)
     if method:

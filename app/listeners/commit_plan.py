@@ -16,7 +16,7 @@ DEAD_STATUSES = frozenset({"incomplete", "incomplete_expired", "past_due", "unpa
 
 
 def _prices(items):
-    return sorted(filter(None, (objects.price_of(item) for item in (items or {}).get("data") or [])))
+    return sorted(filter(None, (objects.price_of(item) for item in objects.list_data(items))))
 
 
 def _cancellation(previous, obj):
@@ -43,8 +43,9 @@ def decide_notifications(event):
         return []  # created: the subscription exists before payment clears (rule 4)
     previous = event["data"].get("previous_attributes") or {}
     decided = []
-    if previous.get("status") in DEAD_STATUSES and obj.get("status") in VALID_STATUSES:
-        decided.append(("subscribed", {**base, "from_status": previous["status"], "status": obj["status"]}))
+    previous_status, status = objects.text_of(previous.get("status")), objects.text_of(obj.get("status"))
+    if previous_status in DEAD_STATUSES and status in VALID_STATUSES:
+        decided.append(("subscribed", {**base, "from_status": previous_status, "status": status}))
     cancellation = _cancellation(previous, obj)
     if cancellation:
         decided.append((cancellation[0], {**base, **cancellation[1]}))

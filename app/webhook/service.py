@@ -3,6 +3,8 @@
 SPEC 4 rule 5 and CONTRACT "Webhook processing". Everything happens in the caller's one
 transaction, so a failure anywhere leaves nothing behind and the provider's retry starts afresh.
 """
+import logging
+
 from flask import current_app
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -10,16 +12,17 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from app.billing import objects, state
 from app.billing.events import SUBSCRIPTION_EVENTS
 from app.billing.provider import get_provider
-from app.errors import InvalidPayload
+from app.errors import InvalidPayload, ProviderRejected
 from app.extensions import db
 from app.models import WebhookEvent
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp, utcnow
+from app.webhook.schemas import MAX_TIMESTAMP, SubscriptionObjectSchema
 
-# Year 5138: far beyond any real event, well inside what datetime and the database hold.
-MAX_TIMESTAMP = 10**11
+log = logging.getLogger(__name__)
 
 _DIALECT_INSERT = {"postgresql": postgresql_insert, "sqlite": sqlite_insert}
+_SUBSCRIPTION_OBJECT = SubscriptionObjectSchema()
 
 # The object each event type the service acts on must carry; a mismatch is a broken payload.
 # Other types go unchecked: they are acknowledged and ignored, whatever they carry (an endpoint
@@ -36,7 +39,8 @@ def write_subscription(provider, user, event):
     """Write the subscription row from a ``customer.subscription.*`` event, never rolling it back.
 
     An event older than the newest applied is skipped. Two events of the same second cannot be
-    ordered by ``created``, so on a tie the live subscription is read and written instead.
+    ordered by ``created``, so on a tie the live subscription is read and written instead; when the
+    provider refuses that read (it knows no such subscription), the row is left as it is.
     """
     obj = event["data"]["object"]
     as_of = from_timestamp(event["created"])
@@ -44,7 +48,12 @@ def write_subscription(provider, user, event):
     if state.is_stale(existing, as_of):
         return
     if existing is not None and as_of == existing.provider_updated_at:
-        obj = provider.retrieve_subscription(obj["id"])
+        try:
+            obj = provider.retrieve_subscription(obj["id"])
+        except ProviderRejected:
+            # A refusal is final: answering 5xx would only repeat it on every retry for days.
+            log.warning("subscription %s of event %s is unknown to the provider", obj["id"], event["id"])
+            return
     state.apply_subscription(user, obj, as_of)
 
 
@@ -70,8 +79,10 @@ def check_event(event):
     expected = EXPECTED_OBJECT.get(event["type"])
     if expected and obj.get("object", expected) != expected:
         raise InvalidPayload(f"A {event['type']} event must carry a {expected}, not a {obj.get('object')}.")
-    if expected == "subscription" and not isinstance(obj.get("id"), str):
-        raise InvalidPayload("The subscription in the event has no id.")
+    if expected == "subscription":
+        errors = _SUBSCRIPTION_OBJECT.validate(obj)
+        if errors:
+            raise InvalidPayload("The subscription in the event cannot be stored.", details=errors)
 
 
 def record(event):
