@@ -3,9 +3,10 @@ import logging
 import sqlite3
 
 import pytest
+from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import BASE_CONFIG, PASSWORD
+from tests.conftest import BASE_CONFIG, PASSWORD, bearer, login, register
 
 
 def assert_error(response, status, code):
@@ -91,17 +92,30 @@ def test_an_out_of_range_page_cursor_is_a_422(client, auth_headers):
                  "validation_error")
 
 
-def test_a_write_that_waits_out_the_database_lock_is_a_503(client, auth_headers, database_url):
-    if not database_url.startswith("sqlite:///"):
-        pytest.skip("holds SQLite's database-wide write lock")
-    holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # as a concurrent intent does while it talks to the provider
+def test_a_write_that_waits_out_the_database_lock_is_a_503(make_app, database_url):
+    """Another transaction holds the lock a write needs, as a concurrent intent does while it talks
+    to the provider: SQLite's database-wide write lock past ``busy_timeout``, or the user's row on
+    PostgreSQL past a 1 s ``lock_timeout`` (an operator's setting; the default waits for the lock)."""
+    postgres = database_url.startswith("postgresql")
+    options = {"connect_args": {"options": "-c lock_timeout=1000"}} if postgres else {}
+    app = make_app(SQLALCHEMY_ENGINE_OPTIONS=options)
+    client = app.test_client()
+    headers = bearer(login(client, register(client)["email"]))
+    if postgres:
+        engine = create_engine(database_url)
+        holder = engine.connect()
+        holder.execute(text("SELECT id FROM users FOR UPDATE"))
+    else:
+        holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
     try:
         response = client.post("/subscription/intent", json={"price": next(iter(BASE_CONFIG["PROVIDER_PLANS"]))},
-                               headers=auth_headers)
+                               headers=headers)
     finally:
-        holder.execute("ROLLBACK")
+        holder.rollback()
         holder.close()
+        if postgres:
+            engine.dispose()
     assert_error(response, 503, "service_unavailable")
     assert response.headers["Retry-After"] == "1"
 
