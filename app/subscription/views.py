@@ -43,7 +43,8 @@ def intent(body):
     """Create or resume a subscription awaiting payment; confirm it client-side with ``client_secret``.
 
     201 for a new subscription, 200 for the pending one reused; 409 ``already_subscribed``; 422
-    ``unknown_price``; 502 ``provider_rejected``; 503 ``provider_unavailable``. See ``service.create_intent`` (SPEC 4 rule 4).
+    ``unknown_price``; 502 ``provider_rejected``; 503 ``provider_unavailable``. See
+    ``service.create_intent`` (SPEC 4 rule 4).
     """
     service.ensure_customer(g.current_user)
     db.session.commit()
