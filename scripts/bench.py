@@ -61,6 +61,7 @@ WEBHOOK_USERS = 200
 OTHER_TOKENS = 10_000
 PRUNE_TOKENS = 1_000_000
 LOGINS = 20
+INTENTS = 20
 FIXTURE = next((REPO / "tests" / "fixtures" / "stripe_events").glob("03_customer.subscription.updated__*.json"))
 RESULTS = REPO / "bench-results" / "latest.json"
 
@@ -190,14 +191,14 @@ class Database:
                 Path(self.name + suffix).unlink(missing_ok=True)
 
 
-def service_env(db, emulator_url):
+def service_env(db, emulator_url, intent_price):
     env = {k: v for k, v in os.environ.items() if k not in app_config.DEFAULTS and not k.startswith("FLASK_")}
     env.update(
         DATABASE_URL=db.url,
         PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET,
         PROVIDER_API_KEY="sk_test_bench",
         PROVIDER_API_BASE=emulator_url,
-        PROVIDER_PLANS=json.dumps({PRICE: "pro"}),
+        PROVIDER_PLANS=json.dumps({PRICE: "pro", intent_price: "pro"}),
         AUTH_LOGIN_RATE_LIMIT="100000 per minute",
         LOG_LEVEL="WARNING",
         PYTHONDONTWRITEBYTECODE="1",
@@ -414,6 +415,43 @@ def measure_logins(port, email, count):
                    "requests": count, "errors": failures}
 
 
+def create_emulator_price(emulator_url):
+    """Create a monthly price at the emulator for the intent row; return its id."""
+    host, port = emulator_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    body = "unit_amount=900&currency=usd&recurring[interval]=month&product_data[name]=Bench"
+    connection.request("POST", "/v1/prices", body=body, headers={
+        "Authorization": "Bearer sk_test_bench", "Content-Type": "application/x-www-form-urlencoded"})
+    response = connection.getresponse()
+    price = json.loads(response.read())
+    if response.status != 200:
+        raise RuntimeError(f"emulator price failed: {response.status} {price}")
+    return price["id"]
+
+
+def measure_intents(port, price, count):
+    """Time ``count`` first intents, each for a new user: customer and subscription created at the emulator.
+
+    Registration and login happen before the clock starts; only the intent call is timed.
+    """
+    tokens = []
+    for i in range(count):
+        email = f"intent{i}@bench.example"
+        post_json(port, "/auth/register", {"email": email, "password": PASSWORD})
+        tokens.append(post_json(port, "/auth/login", {"email": email, "password": PASSWORD})[1]["access_token"])
+    latencies, failures = [], 0
+    for token in tokens:
+        started = time.perf_counter()
+        status, _ = request(port, "POST", "/subscription/intent", json.dumps({"price": price}).encode(),
+                            {"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+        latencies.append((time.perf_counter() - started) * 1000)
+        failures += status != 201
+    result = {"p50_ms": percentile(latencies, 0.50), "p99_ms": percentile(latencies, 0.99), "requests": count,
+              "errors": failures}
+    log(f"intent: p50 {result['p50_ms']:.0f} ms over {count}")
+    return result
+
+
 def run_prune(env):
     """Run ``flask prune-tokens`` in its own process; return seconds, peak RSS (MB) and its output."""
     argv = [sys.executable, "-m", "flask", "--app", "wsgi", "prune-tokens"]
@@ -438,7 +476,8 @@ def run_prune(env):
 def bench_database(kind, args, wrk, emulator_url, workdir):
     log(f"=== {kind} ===")
     db = Database(kind, workdir)
-    env = service_env(db, emulator_url)
+    intent_price = create_emulator_price(emulator_url)
+    env = service_env(db, emulator_url, intent_price)
     gunicorn = None
     try:
         subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=REPO, env=env,
@@ -467,8 +506,13 @@ def bench_database(kind, args, wrk, emulator_url, workdir):
         out["me_many_tokens"] = run_wrk(wrk, port, "/auth/me", args.duration, workdir, token)
         out["me_many_tokens"]["other_tokens"] = args.other_tokens
 
+        out["intent"] = measure_intents(port, intent_price, args.intents)
+
         customers = seed_subscribers(db, WEBHOOK_USERS)
-        payloads = webhook_payloads(customers, args.rounds)
+        # The last two rounds (newer events) go one at a time after the loaded run: one delivery's time.
+        payloads = webhook_payloads(customers, args.rounds + 2)
+        single = payloads[-2 * WEBHOOK_USERS:]
+        payloads = payloads[:-2 * WEBHOOK_USERS]
         before = count_rows(db, WebhookEvent)
         out["webhook"] = drive_webhooks(port, payloads, CONNECTIONS, args.duration)
         out["webhook"]["ledger_rows"] = count_rows(db, WebhookEvent) - before
@@ -477,6 +521,7 @@ def bench_database(kind, args, wrk, emulator_url, workdir):
         if out["webhook"]["ledger_rows"] != out["webhook"]["ok"]:
             # Every delivery answered 200 must be in the ledger exactly once, and no other.
             out["webhook"]["errors"] += abs(out["webhook"]["ledger_rows"] - out["webhook"]["ok"])
+        out["webhook_single"] = drive_webhooks(port, single, 1, args.duration)
 
         gunicorn.stop()
         gunicorn = None
@@ -539,6 +584,14 @@ def table_rows(kind, r, args):
                  f"{_f(prune['seconds'])} s", "", "", "0" if prune["pruned"] == prune["tokens"] else "wrong count",
                  f"peak RSS {_f(prune['peak_rss_mb'], 0)} MB; pruned {prune['pruned']:,}",
                  f"<= {PRUNE_MAX_SECONDS:g} s, peak RSS < {PRUNE_MAX_RSS_MB:g} MB", verdict(prune_ok)])
+    single = r["webhook_single"]
+    rows.append([kind, "one webhook delivery at a time (1 sender, no load)",
+                 f"{_f(single['events_per_s'], 0)} events/s", _f(single["p50_ms"]), _f(single["p99_ms"]),
+                 str(single["errors"]), f"{single['ok']:,} ok of {single['sent']:,}", "(no target)", "info"])
+    intent = r["intent"]
+    rows.append([kind, f"`POST /subscription/intent`, new customer, sequential, {intent['requests']} calls", "",
+                 _f(intent["p50_ms"]), _f(intent["p99_ms"]), str(intent["errors"]),
+                 "customer + subscription created at the local emulator", "(no target)", "info"])
     login = r["login"]
     rows.append([kind, f"`POST /auth/login`, sequential, {login['requests']} logins", "", _f(login["p50_ms"]),
                  _f(login["p99_ms"]), str(login["errors"]), args.hash_params, "(no target)", "info"])
@@ -572,6 +625,7 @@ def main(argv=None):
     args.other_tokens = 1_000 if args.quick else OTHER_TOKENS
     args.prune_tokens = 20_000 if args.quick else PRUNE_TOKENS
     args.logins = 5 if args.quick else LOGINS
+    args.intents = 5 if args.quick else INTENTS
     args.rounds = 5 if args.quick else max(10, 6 * args.duration)  # 1,200 events per 10 s: above the target
     args.hash_params = hash_params()
 
