@@ -7,6 +7,9 @@ from app.extensions import db
 from app.models import Subscription, SubscriptionItem, User
 from app.timeutil import from_timestamp, utcnow
 
+_LOCK_CUSTOMER = (update(User.__table__).where(User.__table__.c.provider_id == bindparam("customer_id"))
+                  .values(updated_at=bindparam("now")).returning(User.__table__.c.id))
+
 # A user with their subscriptions and items, read afresh: everything a webhook reads, in one query.
 # Built once: rebuilding the statement and its loader options per event cost a tenth of the event.
 _USER_WITH_SUBSCRIPTIONS = (
@@ -44,10 +47,8 @@ def lock_customer(customer_id):
     """
     if not customer_id:
         return None
-    user_id = db.session.scalar(
-        update(User).where(User.provider_id == customer_id).values(updated_at=utcnow()).returning(User.id)
-        .execution_options(synchronize_session=False)
-    )
+    # Core, on the session's connection: no ORM object is involved until the load below.
+    user_id = db.session.connection().scalar(_LOCK_CUSTOMER, {"customer_id": customer_id, "now": utcnow()})
     if user_id is None:
         return None
     return db.session.execute(_USER_WITH_SUBSCRIPTIONS, {"user_id": user_id}).unique().scalar_one()

@@ -3,9 +3,11 @@
 SPEC 4 rule 5 and CONTRACT "Webhook processing". Everything happens in the caller's one
 transaction, so a failure anywhere leaves nothing behind and the provider's retry starts afresh.
 """
+import functools
 import logging
 
 from flask import current_app
+from sqlalchemy import bindparam
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -85,6 +87,14 @@ def check_event(event):
             raise InvalidPayload("The subscription in the event cannot be stored.", details=errors)
 
 
+@functools.cache
+def _ledger_insert(dialect_name):
+    ledger = WebhookEvent.__table__
+    insert = _DIALECT_INSERT[dialect_name](ledger).values({column: bindparam(column) for column in (
+        "id", "type", "received_at", "processed_at", "created")})
+    return insert.on_conflict_do_nothing().returning(ledger.c.id)
+
+
 def record(event):
     """Add the event to the ledger; return ``False`` when it was already processed (a redelivery).
 
@@ -94,11 +104,12 @@ def record(event):
     is a duplicate) or rolls back (then it processes the event itself).
     """
     now = utcnow()
-    insert = _DIALECT_INSERT[db.session.get_bind().dialect.name]
-    ledger = WebhookEvent.__table__
-    statement = insert(ledger).values(id=event["id"], type=event["type"], received_at=now, processed_at=now,
-                                      created=from_timestamp(event["created"]))
-    return db.session.execute(statement.on_conflict_do_nothing().returning(ledger.c.id)).first() is not None
+    # A Core statement on the session's connection (its transaction): the ORM's execution layer
+    # has nothing to add to an INSERT of no mapped object, and it cost a fifth of a delivery.
+    connection = db.session.connection()
+    return connection.execute(_ledger_insert(connection.dialect.name), {
+        "id": event["id"], "type": event["type"], "received_at": now, "processed_at": now,
+        "created": from_timestamp(event["created"])}).first() is not None
 
 
 def handle_delivery(payload, signature_header):
