@@ -9,8 +9,10 @@ import hashlib
 import hmac
 import json
 import os
+import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from app import create_app
 from app.billing.events import REQUIRED_EVENT_TYPES
 from app.extensions import db
+from app.models import User
 from scripts.stripe_emulator.testing import RunningEmulator
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "migrations")
@@ -208,3 +211,37 @@ def live(make_app, stripe_client):
     server.shutdown()
     server.server_close()
     thread.join(5)
+
+
+@pytest.fixture
+def provider_customer(app, stripe_client):
+    """A customer at the provider (the emulator) and the user it belongs to, no card yet; return its id.
+
+    Events naming it reach the row writer and the listeners, which look the customer up at the provider.
+    """
+    customer_id = stripe_client.v1.customers.create(params={"email": "pay@example.com"}).id
+    with app.app_context():
+        db.session.add(User(email="pay@example.com", password_hash="x", provider_id=customer_id))
+        db.session.commit()
+    return customer_id
+
+
+@contextmanager
+def holding_lock(database_url, postgres_statement):
+    """Hold a lock from a second connection until the block ends: on PostgreSQL what
+    ``postgres_statement`` takes, on SQLite the database-wide write lock."""
+    if database_url.startswith("postgresql"):
+        engine = create_engine(database_url)
+        holder = engine.connect()
+        holder.execute(text(postgres_statement))
+    else:
+        engine = None
+        holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        holder.rollback()
+        holder.close()
+        if engine is not None:
+            engine.dispose()

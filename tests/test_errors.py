@@ -1,12 +1,10 @@
 """Every failure answers the one JSON error shape (CONTRACT "Error"), never an HTML page."""
 import logging
-import sqlite3
 
 import pytest
-from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import BASE_CONFIG, PASSWORD, bearer, login, register
+from tests.conftest import BASE_CONFIG, PASSWORD, bearer, holding_lock, login, register
 
 
 def assert_error(response, status, code):
@@ -101,21 +99,9 @@ def test_a_write_that_waits_out_the_database_lock_is_a_503(make_app, database_ur
     app = make_app(SQLALCHEMY_ENGINE_OPTIONS=options)
     client = app.test_client()
     headers = bearer(login(client, register(client)["email"]))
-    if postgres:
-        engine = create_engine(database_url)
-        holder = engine.connect()
-        holder.execute(text("SELECT id FROM users FOR UPDATE"))
-    else:
-        holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
-        holder.execute("BEGIN IMMEDIATE")
-    try:
+    with holding_lock(database_url, "SELECT id FROM users FOR UPDATE"):
         response = client.post("/subscription/intent", json={"price": next(iter(BASE_CONFIG["PROVIDER_PLANS"]))},
                                headers=headers)
-    finally:
-        holder.rollback()
-        holder.close()
-        if postgres:
-            engine.dispose()
     assert_error(response, 503, "service_unavailable")
     assert response.headers["Retry-After"] == "1"
 

@@ -66,24 +66,14 @@ def customer_writes(emulator):
 
 
 @pytest.fixture
-def customer(app, stripe_client):
-    """A customer at the provider and the user it belongs to (no card yet); return the customer id."""
-    customer_id = stripe_client.v1.customers.create(params={"email": "pay@example.com"}).id
-    with app.app_context():
-        db.session.add(User(email="pay@example.com", password_hash="x", provider_id=customer_id))
-        db.session.commit()
-    return customer_id
-
-
-@pytest.fixture
-def paid(app, customer, stripe_client, prices):
+def paid(app, provider_customer, stripe_client, prices):
     """A subscription paid with a Mastercard at the provider; the service has seen only its creation.
 
     Its row has no ``default_payment_method`` and, the method being saved on the subscription only,
     the customer has no default: the invoice event is what tells the listener which card paid.
     """
     created = stripe_client.v1.subscriptions.create(params={
-        "customer": customer, "items": [{"price": prices["basic"]}], "payment_behavior": "default_incomplete",
+        "customer": provider_customer, "items": [{"price": prices["basic"]}], "payment_behavior": "default_incomplete",
         "payment_settings": {"save_default_payment_method": "on_subscription"},
         "expand": ["latest_invoice.confirmation_secret"]})
     intent = created.latest_invoice.confirmation_secret.client_secret.split("_secret_")[0]
@@ -91,8 +81,8 @@ def paid(app, customer, stripe_client, prices):
     (created_event,) = provider_events(stripe_client, "customer.subscription.created")
     assert created_event["data"]["object"]["default_payment_method"] is None
     accepted(deliver(app.test_client(), created_event))
-    assert live_default(stripe_client, customer) is None and card(app) == (None, None)
-    return Paid(customer, created.id, intent, method.payment_method, created_event["created"])
+    assert live_default(stripe_client, provider_customer) is None and card(app) == (None, None)
+    return Paid(provider_customer, created.id, intent, method.payment_method, created_event["created"])
 
 
 def old_shape_with_method(invoice, paid):
@@ -155,22 +145,24 @@ def test_an_invoice_whose_payment_intent_the_provider_refuses_promotes_nothing(a
     assert writes == [] and card(app) == (None, None)
 
 
-def test_a_customer_update_setting_the_default_mirrors_its_card(app, client, customer, stripe_client):
-    visa = attach(stripe_client, customer, "pm_card_visa")
-    stripe_client.v1.customers.update(customer, params={"invoice_settings": {"default_payment_method": visa}})
+def test_a_customer_update_setting_the_default_mirrors_its_card(app, client, provider_customer, stripe_client):
+    visa = attach(stripe_client, provider_customer, "pm_card_visa")
+    stripe_client.v1.customers.update(provider_customer, params={"invoice_settings": {"default_payment_method": visa}})
     (event,) = provider_events(stripe_client, "customer.updated")
     assert "invoice_settings" in event["data"]["previous_attributes"]
     accepted(deliver(client, event))
     assert card(app) == ("visa", "4242")
 
 
-def test_customer_updates_delivered_newest_first_leave_the_live_default_card(app, client, customer, stripe_client):
-    visa = attach(stripe_client, customer, "pm_card_visa")
-    mastercard = attach(stripe_client, customer, "pm_card_mastercard")
+def test_customer_updates_delivered_newest_first_leave_the_live_default_card(app, client, provider_customer,
+                                                                            stripe_client):
+    visa = attach(stripe_client, provider_customer, "pm_card_visa")
+    mastercard = attach(stripe_client, provider_customer, "pm_card_mastercard")
     for method in (visa, mastercard):
-        stripe_client.v1.customers.update(customer, params={"invoice_settings": {"default_payment_method": method}})
+        stripe_client.v1.customers.update(provider_customer,
+                                          params={"invoice_settings": {"default_payment_method": method}})
     set_visa, set_mastercard = provider_events(stripe_client, "customer.updated")
     accepted(deliver(client, set_mastercard))
     accepted(deliver(client, set_visa))  # older, delivered late: its payload still names the visa
-    assert live_default(stripe_client, customer) == mastercard
+    assert live_default(stripe_client, provider_customer) == mastercard
     assert card(app) == ("mastercard", "4444")

@@ -4,7 +4,6 @@ A webhook that fails answers 5xx with nothing of it stored, and the provider's r
 it; a user-facing call with the provider down or slow answers 503 ``provider_unavailable`` within a
 bounded time and leaves local state as it was.
 """
-import sqlite3
 import threading
 import time
 
@@ -15,7 +14,7 @@ from sqlalchemy import create_engine, func, select, text
 from app.extensions import db
 from app.models import Notification, Subscription, User, WebhookEvent
 from app.signals import webhook_handled
-from tests.conftest import bearer, deliver, login, register
+from tests.conftest import bearer, deliver, holding_lock, login, register
 from tests.reliability.support import activating_update, post_event, start_paid_subscriptions
 
 # The SDK's own backoff between two attempts is at most a second here; the rest is slack for a
@@ -97,20 +96,8 @@ def test_database_locked_by_another_writer_answers_5xx_and_the_redelivery_succee
     app = make_app(SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True, **options})
     app.config["PROPAGATE_EXCEPTIONS"] = False
     client = app.test_client()
-    if postgres:
-        locker = create_engine(database_url)
-        holder = locker.connect()
-        holder.execute(text("LOCK TABLE webhook_events IN ACCESS EXCLUSIVE MODE"))
-    else:
-        holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
-        holder.execute("BEGIN EXCLUSIVE")
-    try:
+    with holding_lock(database_url, "LOCK TABLE webhook_events IN ACCESS EXCLUSIVE MODE"):
         response = deliver(client, paid_event)
-    finally:
-        holder.rollback()
-        holder.close()
-        if postgres:
-            locker.dispose()
     tally["faults_injected"] += 1
     assert response.status_code >= 500
     assert snapshot(app) == NOTHING
