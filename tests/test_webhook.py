@@ -289,6 +289,11 @@ def test_any_configured_secret_verifies_during_rotation(make_app, customer):
     json.dumps([1, 2, 3]).encode(),
     json.dumps({"id": "evt_1", "type": "customer.subscription.updated", "created": 1,
                 "data": {"object": {"object": "invoice", "id": "in_1"}}}).encode(),
+    # The ledger cannot store these ids and types (PostgreSQL text holds no NUL; columns of 255).
+    json.dumps({"id": "evt_\u0000", "type": "customer.updated", "created": 1, "data": {"object": {}}}).encode(),
+    json.dumps({"id": "evt_" + "x" * 300, "type": "customer.updated", "created": 1, "data": {"object": {}}}).encode(),
+    json.dumps({"id": "evt_1", "type": "customer.\ud800", "created": 1, "data": {"object": {}}}).encode(),
+    json.dumps({"id": "evt_1", "type": "customer.updated", "created": None, "data": {"object": {}}}).encode(),
 ])
 def test_payloads_that_are_not_provider_events_are_refused(app, client, body):
     response = client.post("/provider/webhook", data=body, content_type="application/json",

@@ -1,4 +1,5 @@
-"""The part of a provider subscription object that the row writer stores, as a schema.
+"""What the webhook path stores of a provider event, as schemas: the envelope (the ledger row) and
+the subscription object (the row writer).
 
 The signature proves who sent an event, not that its fields have the types Stripe documents. A
 field the writer stores with the wrong type or size (a dict for ``created``, a status longer than
@@ -16,9 +17,30 @@ MAX_TIMESTAMP = 10**11
 ID_LENGTH = validate.Length(min=1, max=255)
 
 
-def _timestamp():
-    """A Unix timestamp in seconds, or null."""
-    return fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=0, max=MAX_TIMESTAMP))
+def _timestamp(required=False):
+    """A Unix timestamp in seconds; null where it is not required."""
+    return fields.Integer(strict=True, required=required, allow_none=not required,
+                          validate=validate.Range(min=0, max=MAX_TIMESTAMP))
+
+
+class EventDataSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    object = fields.Dict(required=True)
+    previous_attributes = fields.Dict(allow_none=True)
+
+
+class EventSchema(Schema):
+    """A provider event as the ledger stores it (id, type, created) and the listeners read it."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    id = Text(required=True, validate=ID_LENGTH)
+    type = Text(required=True, validate=ID_LENGTH)
+    created = _timestamp(required=True)
+    data = fields.Nested(EventDataSchema, required=True)
 
 
 class Reference(fields.Field):

@@ -19,11 +19,12 @@ from app.extensions import db
 from app.models import WebhookEvent
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp, utcnow
-from app.webhook.schemas import MAX_TIMESTAMP, SubscriptionObjectSchema
+from app.webhook.schemas import EventSchema, SubscriptionObjectSchema
 
 log = logging.getLogger(__name__)
 
 _DIALECT_INSERT = {"postgresql": postgresql_insert, "sqlite": sqlite_insert}
+_EVENT = EventSchema()
 _SUBSCRIPTION_OBJECT = SubscriptionObjectSchema()
 
 # The object each event type the service acts on must carry; a mismatch is a broken payload.
@@ -64,20 +65,11 @@ WRITERS = {event_type: write_subscription for event_type in SUBSCRIPTION_EVENTS}
 
 
 def check_event(event):
-    """Raise ``InvalidPayload`` unless ``event`` has the shape of a provider event."""
-    if not isinstance(event, dict):
-        raise InvalidPayload()
-    data = event.get("data")
-    valid = (
-        isinstance(event.get("id"), str) and event["id"]
-        and isinstance(event.get("type"), str)
-        and type(event.get("created")) is int and 0 <= event["created"] < MAX_TIMESTAMP
-        and isinstance(data, dict) and isinstance(data.get("object"), dict)
-        and isinstance(data.get("previous_attributes") or {}, dict)
-    )
-    if not valid:
-        raise InvalidPayload()
-    obj = data["object"]
+    """Raise ``InvalidPayload`` unless ``event`` has the shape of a provider event that can be stored."""
+    errors = _EVENT.validate(event) if isinstance(event, dict) else {"_schema": ["Not an object."]}
+    if errors:
+        raise InvalidPayload(details=errors)
+    obj = event["data"]["object"]
     expected = EXPECTED_OBJECT.get(event["type"])
     if expected and obj.get("object", expected) != expected:
         raise InvalidPayload(f"A {event['type']} event must carry a {expected}, not a {obj.get('object')}.")
