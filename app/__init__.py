@@ -1,7 +1,7 @@
 """Application factory: ``create_app(config=None)`` reads as the list of what the service is made of."""
 import os
 
-from flask import Flask, current_app, has_app_context
+from flask import Flask
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -13,6 +13,9 @@ from app.errors import register_errorhandlers
 from app.extensions import api, db, limiter, migrate
 from app.fields import Timestamp
 from app.request_id import register_request_id
+
+# The Stripe SDK waits at most this long, in seconds, between two attempts of one call.
+_PROVIDER_RETRY_DELAY_MAX = 5
 
 
 def create_app(config=None):
@@ -51,14 +54,25 @@ def configure(app, config):
     app.config.from_mapping(config or {})
     app_config.validate(app.config)
     if "SQLALCHEMY_ENGINE_OPTIONS" not in app.config:
-        # A pre-ping finds a connection the server dropped (a restart, a failover) before a request
-        # uses it. An embedded SQLite file has no server to drop it, and the ping costs a statement
-        # on every checkout.
-        app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {
-            "pool_pre_ping": not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite")}
+        app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(app.config)
     os.makedirs(app.instance_path, exist_ok=True)
     if app.config["PROXY_FIX_X_FOR"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["PROXY_FIX_X_FOR"])
+
+
+def engine_options(config):
+    """Return the SQLAlchemy engine options for the configured database."""
+    if not config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        # A pre-ping finds a connection the server dropped (a restart, a failover) before a
+        # request uses it.
+        return {"pool_pre_ping": True}
+    # An embedded file has no server to drop a connection, so no pre-ping (it costs a statement
+    # per checkout). state.lock_user holds SQLite's one write lock across provider calls, so a
+    # writer queued behind it waits out a whole call, every attempt and back-off, before the
+    # lock wait gives up as a 503. pysqlite's ``timeout`` is SQLite's busy timeout, in seconds.
+    retries, timeout = config["PROVIDER_MAX_NETWORK_RETRIES"], config["PROVIDER_TIMEOUT"]
+    busy = max(5, (retries + 1) * timeout + retries * _PROVIDER_RETRY_DELAY_MAX)
+    return {"pool_pre_ping": False, "connect_args": {"timeout": busy}}
 
 
 def register_extensions(app):
@@ -98,18 +112,4 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={_sqlite_busy_timeout_ms()}")
         cursor.close()
-
-
-# The Stripe SDK waits at most this long between two attempts of one call.
-_PROVIDER_RETRY_DELAY_MAX = 5
-
-
-def _sqlite_busy_timeout_ms():
-    # state.lock_user holds SQLite's one write lock across provider calls: a writer queued behind
-    # it waits out at least one whole call (every attempt and back-off) before it answers 503.
-    if not has_app_context():
-        return 5000
-    retries, timeout = current_app.config["PROVIDER_MAX_NETWORK_RETRIES"], current_app.config["PROVIDER_TIMEOUT"]
-    return max(5000, ((retries + 1) * timeout + retries * _PROVIDER_RETRY_DELAY_MAX) * 1000)

@@ -1,7 +1,7 @@
 """Configuration errors name the variable and stop the service from starting (CONTRACT "Configuration")."""
 import pytest
 
-from app import create_app
+from app import create_app, engine_options
 from app.config import ConfigError
 from tests.conftest import BASE_CONFIG
 
@@ -38,3 +38,12 @@ def test_environment_is_read(monkeypatch):
     assert app.config["AUTH_TOKEN_EXPIRATION"] == 60
     assert app.config["PROVIDER_PLANS"] == {"price_1": "pro"}
     assert app.config["SQLALCHEMY_DATABASE_URI"] == "sqlite:///:memory:"
+
+
+def test_engine_options_follow_the_database():
+    server = engine_options({"SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://db/app"})
+    assert server == {"pool_pre_ping": True}
+    embedded = engine_options({"SQLALCHEMY_DATABASE_URI": "sqlite:///app.db", "PROVIDER_TIMEOUT": 10,
+                               "PROVIDER_MAX_NETWORK_RETRIES": 2})
+    # A writer queued behind a lock held across a provider call outlasts the call: 3 attempts, 2 back-offs.
+    assert embedded == {"pool_pre_ping": False, "connect_args": {"timeout": 3 * 10 + 2 * 5}}

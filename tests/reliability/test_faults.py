@@ -86,7 +86,7 @@ def test_database_lost_mid_webhook_answers_5xx_leaves_nothing_and_the_redelivery
 
 def test_database_locked_by_another_writer_answers_5xx_and_the_redelivery_succeeds(
         make_app, paid_event, database_url, tally):
-    """SQLite: another connection holds ``BEGIN EXCLUSIVE`` past the ``busy_timeout`` (15 s by default).
+    """SQLite: another connection holds ``BEGIN EXCLUSIVE`` past the ``busy_timeout``.
 
     PostgreSQL: another transaction holds the ledger table locked and the service's sessions run
     with a 1 s ``lock_timeout`` (an operator's setting; the default waits for the lock).
