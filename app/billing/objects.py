@@ -4,8 +4,10 @@ A reference may be an id string or an expanded object; the period end may sit on
 (API before 2025-03-31) or on its items (later); an invoice's subscription may sit at the top level
 or under ``parent.subscription_details``.
 
-A signed event is still only JSON: a field of another type than documented reads as absent here,
-never as an exception (a 500, and the provider retrying the same body for days).
+A signed event is still only JSON. A subscription object is checked before anything here reads
+it (``app.webhook.schemas``: what cannot be stored is refused whole). Invoices, customers and
+``previous_attributes`` are not stored, so their readers here take a field of another type than
+documented as absent, never as an exception (a 500, and the provider retrying the same body for days).
 """
 from app.timeutil import from_timestamp
 
@@ -36,16 +38,6 @@ def text_of(value):
     return value if isinstance(value, str) else None
 
 
-def timestamp_of(value):
-    """Return the aware UTC ``datetime`` of a Unix timestamp, or ``None`` when ``value`` is none."""
-    if type(value) is not int:  # bool is an int, and no timestamp
-        return None
-    try:
-        return from_timestamp(value)
-    except (OverflowError, OSError, ValueError):
-        return None  # beyond what datetime holds
-
-
 def list_data(value):
     """Return the objects of a list object (``{"object": "list", "data": [...]}``)."""
     data = value.get("data") if isinstance(value, dict) else None
@@ -70,18 +62,18 @@ def product_of(item):
 def current_period_end(subscription):
     """Return the current period end: on the subscription, else the latest one on its items."""
     if subscription.get("current_period_end"):
-        return timestamp_of(subscription["current_period_end"])
-    ends = list(filter(None, (timestamp_of(item.get("current_period_end")) for item in items_of(subscription))))
-    return max(ends) if ends else None
+        return from_timestamp(subscription["current_period_end"])
+    ends = [item["current_period_end"] for item in items_of(subscription) if item.get("current_period_end")]
+    return from_timestamp(max(ends)) if ends else None
 
 
 def ends_at(subscription, period_end):
     """Return when access ends: the end of a terminal subscription, else a scheduled cancellation."""
-    if text_of(subscription.get("status")) in TERMINAL_STATUSES:
-        return timestamp_of(subscription.get("ended_at") or subscription.get("canceled_at"))
+    if subscription.get("status") in TERMINAL_STATUSES:
+        return from_timestamp(subscription.get("ended_at") or subscription.get("canceled_at"))
     if subscription.get("cancel_at_period_end"):
-        return timestamp_of(subscription.get("cancel_at")) or period_end
-    return timestamp_of(subscription.get("cancel_at"))
+        return from_timestamp(subscription.get("cancel_at")) or period_end
+    return from_timestamp(subscription.get("cancel_at"))
 
 
 def subscription_id_of_invoice(invoice):
