@@ -6,9 +6,8 @@ replayed event decides the same and an event with nothing changed notifies nobod
 """
 from app.billing import objects, plans, state
 from app.billing.events import SUBSCRIPTION_EVENTS
-from app.extensions import db
-from app.models import Notification
 from app.models.subscription import VALID_STATUSES
+from app.notifications import notify
 from app.signals import webhook_handled
 
 # Statuses from which a cleared payment makes a subscription live (SPEC 3 "dead" statuses).
@@ -52,15 +51,6 @@ def decide_notifications(event):
     if "items" in previous:
         decided.append(("plan_changed", {**base, "from": _prices(previous["items"]), "to": _prices(obj.get("items"))}))
     return decided
-
-
-def notify(user, event_id, kind, data):
-    """Store a notification of ``kind`` for the event.
-
-    At most one per event and kind: the webhook ledger processes an event id once, and the
-    unique key (event_id, kind) refuses a second row should anything else try.
-    """
-    db.session.add(Notification(user_id=user.id, event_id=event_id, kind=kind, data=data))
 
 
 @webhook_handled.connect
