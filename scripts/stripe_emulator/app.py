@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, request
 
 from . import api, api_billing, control, portal
 from .delivery import Delivery
@@ -34,6 +34,13 @@ def create_app(start_worker: bool = True) -> Flask:
     def bad_method(_err):
         return json_response(StripeError(
             405, "Unrecognized request URL (method not allowed).").response_body(), 405)
+
+    @app.before_request
+    def count_api_request():
+        if request.path.startswith("/v1/"):
+            resource = "/".join(request.path.split("/")[:3])
+            with st.lock:
+                st.api_requests[f"{request.method} {resource}"] += 1
 
     if start_worker:
         delivery.start()

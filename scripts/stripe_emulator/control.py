@@ -140,6 +140,14 @@ def clear_faults():
         return jsonify({"faults": []})
 
 
+@bp.get("/requests")
+def api_requests():
+    """``{"total": N, "by_resource": {"GET /v1/customers": n, ...}}``: API requests served since the reset."""
+    st = store()
+    with st.lock:
+        return jsonify({"total": sum(st.api_requests.values()), "by_resource": dict(st.api_requests)})
+
+
 @bp.get("/state")
 def state():
     st = store()

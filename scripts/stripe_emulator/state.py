@@ -14,6 +14,7 @@ import secrets
 import string
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 DEFAULT_API_VERSION = "2026-10-28.endive"
@@ -101,6 +102,8 @@ class Store:
             self.idempotency: dict[tuple[str, str], dict] = {}
             self.faults: list[dict] = []
             self.fail_next_renewal: set[str] = set()
+            # API requests served, by "METHOD /v1/<resource>": what a client cost the provider.
+            self.api_requests: Counter[str] = Counter()
             # Context of the API request being handled, copied into each event's ``request``.
             self.request_ctx: dict = {"id": None, "idempotency_key": None,
                                       "api_version": DEFAULT_API_VERSION}
