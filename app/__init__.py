@@ -9,6 +9,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from app import config as app_config
 from app.billing.stripe_provider import StripeProvider
 from app.commands import register_commands
+from app.db_pool import server_engine_options
 from app.errors import register_errorhandlers
 from app.extensions import api, db, limiter, migrate
 from app.fields import Timestamp
@@ -63,11 +64,9 @@ def configure(app, config):
 def engine_options(config):
     """Return the SQLAlchemy engine options for the configured database."""
     if not config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
-        # A pre-ping finds a connection the server dropped (a restart, a failover) before a
-        # request uses it.
-        return {"pool_pre_ping": True}
+        return server_engine_options()
     # An embedded file has no server to drop a connection, so no pre-ping (it costs a statement
-    # per checkout). state.lock_user holds SQLite's one write lock across provider calls, so a
+    # per checkout) and no recycling. state.lock_user holds SQLite's one write lock across provider calls, so a
     # writer queued behind it waits out a whole call, every attempt and back-off, before the
     # lock wait gives up as a 503. pysqlite's ``timeout`` is SQLite's busy timeout, in seconds.
     retries, timeout = config["PROVIDER_MAX_NETWORK_RETRIES"], config["PROVIDER_TIMEOUT"]

@@ -8,7 +8,7 @@ import re
 
 from flask import g, jsonify
 from marshmallow import Schema, fields
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger(__name__)
@@ -111,6 +111,10 @@ class ServiceUnavailable(AppError):
         # second try usually finds it free, so the client is told to retry rather than shown a 500.
         return cls("Another request is updating the same data; try again shortly.",
                    headers={"Retry-After": "1"})
+
+    @classmethod
+    def connection_lost(cls):
+        return cls("The database connection was lost; try again shortly.", headers={"Retry-After": "1"})
 
 
 class ProviderUnavailable(ServiceUnavailable):
@@ -221,15 +225,23 @@ _LOCK_SQLSTATES = frozenset({"55P03", "40P01"})
 
 
 def is_lock_timeout(error):
-    """Whether the ``OperationalError`` is a lock wait that gave up, on SQLite or PostgreSQL."""
+    """Whether the database error (a ``DBAPIError``) is a lock wait that gave up, on SQLite or PostgreSQL."""
     orig = error.orig
     sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
     # SQLite reports a busy_timeout that ran out only through the message.
     return sqlstate in _LOCK_SQLSTATES or "database is locked" in str(orig) or "database table is locked" in str(orig)
 
 
-def handle_operational_error(error):
-    """Answer a lock wait that timed out with 503 and ``Retry-After``; anything else is unexpected (500)."""
+def handle_database_error(error):
+    """Answer a lock wait that timed out or a lost connection with 503 and ``Retry-After``; else 500.
+
+    A lost connection (``connection_invalidated``: the server went away mid-request) has made
+    SQLAlchemy discard the pooled connections it opened before, so a retry connects afresh
+    (``app.db_pool``).
+    """
+    if error.connection_invalidated:
+        log.warning("database connection lost (request id %s): %s", g.get("request_id", "-"), error.orig)
+        return handle_app_error(ServiceUnavailable.connection_lost())
     if not is_lock_timeout(error):
         return handle_unexpected(error)
     log.warning("database lock wait timed out (request id %s): %s", g.get("request_id", "-"), error.orig)
@@ -238,6 +250,6 @@ def handle_operational_error(error):
 
 def register_errorhandlers(app):
     app.register_error_handler(AppError, handle_app_error)
-    app.register_error_handler(OperationalError, handle_operational_error)
+    app.register_error_handler(DBAPIError, handle_database_error)
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(Exception, handle_unexpected)

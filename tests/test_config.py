@@ -42,7 +42,8 @@ def test_environment_is_read(monkeypatch):
 
 def test_engine_options_follow_the_database():
     server = engine_options({"SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://db/app"})
-    assert server == {"pool_pre_ping": True}
+    # No ping round trip per checkout: connections are recycled, and checked at checkout locally.
+    assert server == {"pool_pre_ping": False, "pool_recycle": 300}
     embedded = engine_options({"SQLALCHEMY_DATABASE_URI": "sqlite:///app.db", "PROVIDER_TIMEOUT": 10,
                                "PROVIDER_MAX_NETWORK_RETRIES": 2})
     # A writer queued behind a lock held across a provider call outlasts the call: 3 attempts, 2 back-offs.
