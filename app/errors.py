@@ -100,6 +100,17 @@ class InvalidPayload(AppError):
     message = "The webhook payload is not a provider event."
 
 
+class RateLimited(AppError):
+    status = 429
+    code = "rate_limited"
+    message = "Too many requests; retry after the time given in Retry-After."
+
+    @classmethod
+    def retry_after(cls, seconds):
+        """``seconds`` (whole, at least 1) until the limit lets the next request through."""
+        return cls(headers={"Retry-After": str(seconds)})
+
+
 class ServiceUnavailable(AppError):
     status = 503
     code = "service_unavailable"
@@ -159,7 +170,6 @@ _HTTP_CODES = {
     405: "method_not_allowed",
     413: "payload_too_large",
     422: "validation_error",
-    429: "rate_limited",
 }
 
 _HTTP_MESSAGES = {
@@ -167,7 +177,6 @@ _HTTP_MESSAGES = {
     405: "This endpoint does not accept that HTTP method.",
     413: "The request body is larger than the service accepts.",
     422: "The request body is not valid.",
-    429: "Too many requests; retry after the time given in Retry-After.",
 }
 
 

@@ -1,12 +1,11 @@
 """Unbound extension objects; ``create_app`` binds them with ``init_app``."""
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import MetaData
 
 from app.api import Api
 from app.db_session import Session
+from app.limiting import RateLimiter
 
 # Views keep using objects after committing; reloading every attribute would cost a query each.
 db = SQLAlchemy(
@@ -24,5 +23,5 @@ db = SQLAlchemy(
 )
 # Batch mode lets Alembic alter SQLite tables (it copies them) with the same migration scripts.
 migrate = Migrate(render_as_batch=True, compare_type=True)
-limiter = Limiter(key_func=get_remote_address, headers_enabled=True)
+limiter = RateLimiter()
 api = Api()
