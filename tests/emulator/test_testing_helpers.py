@@ -40,3 +40,15 @@ def test_expand_payment_intent_tolerated(stripe_client, customer, price):
     assert inv.payments.data[0].payment.payment_intent == inv.payment_intent.id
     plain = stripe_client.v1.invoices.retrieve(inv.id)
     assert "confirmation_secret" not in plain  # includable only via expand, as on Stripe
+
+
+def test_api_requests_are_counted_by_resource_and_reset(stripe_client, emulator):
+    emulator.reset()
+    customer = stripe_client.v1.customers.create(params={"email": "counted@example.com"})
+    stripe_client.v1.customers.retrieve(customer.id)
+    stripe_client.v1.products.create(params={"name": "Counted"})
+    emulator.clock()  # control endpoints are not API requests
+    assert emulator.control("GET", "requests") == {
+        "total": 3, "by_resource": {"POST /v1/customers": 1, "GET /v1/customers": 1, "POST /v1/products": 1}}
+    emulator.reset()
+    assert emulator.control("GET", "requests") == {"total": 0, "by_resource": {}}
