@@ -59,7 +59,9 @@ def _updated(event):
     cancellation = _cancellation(previous, obj)
     if cancellation:
         decided.append((cancellation[0], {**base, **cancellation[1]}))
-    if "items" in previous:
+    # Since API 2025-03-31 a renewal moves the period on the items, so "items" in the previous
+    # attributes alone is no plan change: the prices must differ.
+    if "items" in previous and _prices(previous["items"]) != _prices(obj.get("items")):
         decided.append(("plan_changed", {**base, "from": _prices(previous["items"]), "to": _prices(obj.get("items"))}))
     return decided
 
