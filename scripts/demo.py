@@ -67,7 +67,8 @@ class Demo:
     def dunning(self, subscription_id):
         """A failed renewal, past due, then recovery with a good card on Stripe's hosted invoice page."""
         self.step("The card on file is replaced by one that cannot be charged (4000 0000 0000 0341)")
-        self.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": "pm_card_chargeCustomerFail"})
+        self.stripe.v1.subscriptions.update(subscription_id,
+                                            params={"default_payment_method": "pm_card_chargeCustomerFail"})
         self.step("A month passes at the provider: the renewal fails and the subscription is past due")
         period_end = self.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].current_period_end
         now = requests.get(f"{self.emulator}/_emulator/clock", timeout=30).json()["now"]
@@ -76,7 +77,8 @@ class Demo:
                    lambda: {"payment_failed", "past_due"} <= set(self.kinds()))
         self.call("GET", "/subscription", 200)
         failed = next(n for n in self.notifications() if n["kind"] == "payment_failed")
-        print(f"    next retry at {failed['data']['next_payment_attempt']}; pay at {failed['data']['hosted_invoice_url']}")
+        data = failed["data"]
+        print(f"    next retry at {data['next_payment_attempt']}; pay at {data['hosted_invoice_url']}")
         self.step("The user pays the open invoice with a good card on the hosted invoice page (card 4242)")
         paid = requests.post(failed["data"]["hosted_invoice_url"] + "/pay", data={"payment_method": "pm_card_visa"},
                              timeout=30)

@@ -3,15 +3,26 @@ from its own state (a card that cannot be charged, its retry schedule, a trial e
 near its expiry), the real stripe SDK drives it, and the service receives signed webhooks."""
 import datetime as dt
 
+import pytest
 import requests
+from sqlalchemy import update
 
 from app.extensions import db
+from app.listeners.kinds import NOTIFICATION_KINDS
 from app.models import User
-from tests.test_billing_flow import DAY, flow  # noqa: F401  (the fixture)
+from tests.test_billing_flow import DAY, start_flow
+
+
+@pytest.fixture
+def flow(live, emulator, stripe_client, prices):
+    return start_flow(live, emulator, stripe_client, prices)
 
 
 def notes(flow):
-    return [(n["kind"], n["data"]) for n in flow.client.get("/notifications?limit=100", headers=flow.headers).json["data"]]
+    page = flow.client.get("/notifications?limit=100", headers=flow.headers).json["data"]
+    stored = [(n["kind"], n["data"]) for n in page]
+    assert {kind for kind, _ in stored} <= set(NOTIFICATION_KINDS), "every kind stored is documented"
+    return stored
 
 
 def subscribed(flow, card="pm_card_visa"):
@@ -30,7 +41,8 @@ def renew(flow, subscription_id):
 
 def test_a_failed_renewal_goes_past_due_then_unpaid_and_recovers_on_the_hosted_invoice(flow):
     subscription_id = subscribed(flow)
-    flow.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": "pm_card_chargeCustomerFail"})
+    flow.stripe.v1.subscriptions.update(subscription_id,
+                                        params={"default_payment_method": "pm_card_chargeCustomerFail"})
     renew(flow, subscription_id)
     me = flow.me()
     assert me["plan"] == "free" and me["subscription"]["status"] == "past_due"
@@ -71,9 +83,10 @@ def test_a_recovery_on_retry_notifies_payment_recovered(flow):
 def test_a_trial_that_ends_is_announced_three_days_ahead(flow):
     customer = flow.stripe.v1.customers.create(params={"email": "ada@example.com"})
     with flow.app.app_context():
-        db.session.query(User).update({"provider_id": customer.id})
+        db.session.execute(update(User).values(provider_id=customer.id))
         db.session.commit()
-    flow.stripe.v1.customers.update(customer.id, params={"invoice_settings": {"default_payment_method": "pm_card_visa"}})
+    flow.stripe.v1.customers.update(customer.id,
+                                    params={"invoice_settings": {"default_payment_method": "pm_card_visa"}})
     trial = flow.stripe.v1.subscriptions.create(params={
         "customer": customer.id, "items": [{"price": flow.prices["basic"]}], "trial_period_days": 14})
     flow.deliver()

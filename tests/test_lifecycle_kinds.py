@@ -14,6 +14,7 @@ import time_machine
 from sqlalchemy import select
 
 from app.extensions import db
+from app.listeners.kinds import NOTIFICATION_KINDS
 from app.models import Notification, User
 from tests.conftest import deliver, load_event
 
@@ -43,7 +44,10 @@ def post(client, event):
 
 def notifications(app):
     with app.app_context():
-        return [(n.kind, n.event_id, n.data) for n in db.session.scalars(select(Notification).order_by(Notification.id))]
+        rows = db.session.scalars(select(Notification).order_by(Notification.id))
+        stored = [(n.kind, n.event_id, n.data) for n in rows]
+    assert {kind for kind, _, _ in stored} <= set(NOTIFICATION_KINDS), "every kind stored is documented"
+    return stored
 
 
 def failed_invoice_old_shape():
@@ -134,3 +138,11 @@ def test_a_renewal_moving_the_period_on_the_items_is_no_plan_change(app, client,
     event["data"]["previous_attributes"] = {"items": items, "latest_invoice": "in_previous"}
     post(client, event)
     assert notifications(app) == []
+
+
+def test_the_openapi_document_names_every_kind_of_the_contract(client):
+    kind = client.get("/openapi.json").json["components"]["schemas"]["Notification"]["properties"]["kind"]
+    assert kind["enum"] == ["subscribed", "cancellation_scheduled", "cancellation_withdrawn", "plan_changed",
+                            "subscription_ended", "payment_failed", "past_due", "payment_recovered",
+                            "trial_will_end", "card_expiring"]
+    assert "hosted_invoice_url" in kind["description"] and "customer.subscription.trial_will_end" in kind["description"]

@@ -3,8 +3,8 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.billing import objects, plans, state
-from app.billing.statuses import DUNNING_STATUSES
 from app.billing.provider import get_provider
+from app.billing.statuses import DUNNING_STATUSES
 from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription

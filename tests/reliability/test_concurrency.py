@@ -16,10 +16,10 @@ from sqlalchemy import func, select
 
 from app.billing import objects
 from app.billing.events import COMMIT_PLAN, SUBSCRIPTION_WRITING_TYPES, handled_by
+from app.billing.statuses import is_valid
 from app.extensions import db
 from app.listeners.commit_plan import decide_notifications
 from app.models import Notification, Subscription, User, WebhookEvent
-from app.billing.statuses import is_valid
 from app.timeutil import utcnow
 from tests.conftest import PASSWORD
 from tests.reliability.support import (
