@@ -32,7 +32,7 @@ def test_a_card_that_attaches_but_cannot_be_charged_fails_the_renewal(stripe_cli
     assert len(failed) == 1
     invoice = failed[0].data.object
     assert invoice.billing_reason == "subscription_cycle" and invoice.attempt_count == 1
-    assert invoice.next_payment_attempt == emulator.clock() + 3 * DAY
+    assert invoice.next_payment_attempt == failed[0].created + 3 * DAY
     assert invoice.hosted_invoice_url == f"{emulator.url}/invoice/{invoice.id}"
     assert stripe_client.v1.subscriptions.retrieve(sub_id).status == "past_due"
 
