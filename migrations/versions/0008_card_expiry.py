@@ -4,7 +4,7 @@ CommitPaymentMethod mirrors it with brand and last four, so a renewal can tell t
 card will expire before it pays again (the card_expiring notification).
 
 Revision ID: 0008
-Revises: 0003
+Revises: 0006
 Create Date: 2026-11-22 10:00:00.000000
 
 """
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0008'
-down_revision = '0003'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 
