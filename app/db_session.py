@@ -19,11 +19,19 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _autocommit = WeakKeyDictionary()
 
 
+def for_request(engine):
+    """Return the engine the current request's statements run on: ``engine``, or its autocommit copy.
+
+    The copy (same pool) is for a safe method's request on a server database. The session binds
+    through it, and so does a statement run on a connection of its own (the bearer lookup).
+    """
+    if engine.dialect.name == "sqlite" or not (has_request_context() and request.method in SAFE_METHODS):
+        return engine
+    if engine not in _autocommit:
+        _autocommit[engine] = engine.execution_options(isolation_level="AUTOCOMMIT")
+    return _autocommit[engine]
+
+
 class Session(FlaskSession):
     def get_bind(self, mapper=None, clause=None, bind=None, **kwargs):
-        engine = super().get_bind(mapper=mapper, clause=clause, bind=bind, **kwargs)
-        if engine.dialect.name == "sqlite" or not (has_request_context() and request.method in SAFE_METHODS):
-            return engine
-        if engine not in _autocommit:
-            _autocommit[engine] = engine.execution_options(isolation_level="AUTOCOMMIT")
-        return _autocommit[engine]
+        return for_request(super().get_bind(mapper=mapper, clause=clause, bind=bind, **kwargs))

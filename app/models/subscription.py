@@ -9,7 +9,19 @@ from app.models.types import BigIntId, UTCDateTime
 from app.timeutil import utcnow
 
 
-class Subscription(db.Model):
+class SubscriptionRules:
+    """The entitlement rules of a subscription, for the ORM model and its read-only snapshot alike."""
+
+    def is_valid(self, now):
+        """Whether the user is entitled to this subscription's plan at ``now`` (aware UTC)."""
+        return statuses.is_valid(self.provider_status, self.ends_at, now)
+
+    def on_grace_period(self, now):
+        """Whether it is cancelled but still valid until ``ends_at`` (Cashier's ``onGracePeriod``)."""
+        return statuses.on_grace_period(self.provider_status, self.ends_at, now)
+
+
+class Subscription(SubscriptionRules, db.Model):
     """The local copy of a provider subscription, written only from provider state (SPEC 1).
 
     ``provider_updated_at`` is the ``created`` time of the newest event applied (a sync counts as
@@ -41,14 +53,6 @@ class Subscription(db.Model):
     user = relationship("User", back_populates="subscriptions")
     items = relationship("SubscriptionItem", back_populates="subscription", cascade="all, delete-orphan",
                          passive_deletes=True, order_by="SubscriptionItem.id")
-
-    def is_valid(self, now):
-        """Whether the user is entitled to this subscription's plan at ``now`` (aware UTC)."""
-        return statuses.is_valid(self.provider_status, self.ends_at, now)
-
-    def on_grace_period(self, now):
-        """Whether it is cancelled but still valid until ``ends_at`` (Cashier's ``onGracePeriod``)."""
-        return statuses.on_grace_period(self.provider_status, self.ends_at, now)
 
     def __repr__(self):
         return f"<Subscription {self.provider_id} {self.provider_status}>"
