@@ -49,11 +49,6 @@ def test_odd_input_is_refused_cleanly(client, email):
                  "validation_error")
 
 
-def test_non_json_content_type_is_a_422(client):
-    assert_error(client.post("/auth/login", data="email=a&password=b",
-                             content_type="application/x-www-form-urlencoded"), 422, "validation_error")
-
-
 def test_unexpected_exception_is_a_json_500_logged_with_the_request_id(make_app, caplog):
     app = make_app()
     app.config["PROPAGATE_EXCEPTIONS"] = False

@@ -1,8 +1,9 @@
 """Auth endpoints (SPEC 4, CONTRACT "Endpoints"). Views parse, call one service function, commit, answer."""
 from flask import current_app, g, request
 from flask_limiter.util import get_remote_address
-from flask_smorest import Blueprint
 
+from app import jsonbody
+from app.api import Blueprint
 from app.auth import service, tokens
 from app.auth.bearer import auth_required
 from app.auth.schemas import LoginSchema, RegisterSchema, TokenSchema, UserSchema
@@ -17,9 +18,7 @@ def _token_body(token, plain_text):
 
 def _login_rate_key():
     # Per email and client address, so one attacker cannot lock a victim out from elsewhere.
-    body = request.get_json(silent=True)
-    email = body.get("email") if isinstance(body, dict) else None
-    return f"{get_remote_address()}|{str(email or '').strip().lower()}"
+    return f"{get_remote_address()}|{str(jsonbody.email_of(request) or '').strip().lower()}"
 
 
 @blp.route("/register", methods=["POST"])

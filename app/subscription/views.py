@@ -1,7 +1,7 @@
 """Subscription endpoints (CONTRACT "Endpoints"). Subscription state itself only changes by webhook or sync."""
 from flask import g
-from flask_smorest import Blueprint
 
+from app.api import Blueprint
 from app.auth.bearer import auth_required
 from app.billing import plans
 from app.errors import AlreadySubscribed
