@@ -10,8 +10,10 @@ from app import config as app_config
 from app.billing.stripe_provider import StripeProvider
 from app.commands import register_commands
 from app.errors import register_errorhandlers
-from app.extensions import api, db, limiter, migrate
+from app.extensions import api, db, migrate
 from app.fields import Timestamp
+from app.http import register_http
+from app.rate_limit import register_rate_limit
 from app.request_id import register_request_id
 
 # The Stripe SDK waits at most this long, in seconds, between two attempts of one call.
@@ -25,12 +27,15 @@ def create_app(config=None):
     """
     app = Flask(__name__, instance_relative_config=True)
     configure(app, config)
+    # First, so that every answer carries its id and the HTTP surface's headers, even one refused by
+    # a later before_request hook (the rate limiter's 429).
+    register_request_id(app)
+    register_http(app)
     register_extensions(app)
     register_provider(app)
     register_blueprints(app)
     register_listeners(app)
     register_errorhandlers(app)
-    register_request_id(app)
     register_commands(app)
     return app
 
@@ -78,7 +83,7 @@ def engine_options(config):
 def register_extensions(app):
     db.init_app(app)
     migrate.init_app(app, db)
-    limiter.init_app(app)
+    register_rate_limit(app)
     api.init_app(app)
     api.register_field(Timestamp, "string", "date-time")
 

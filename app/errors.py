@@ -107,6 +107,18 @@ class UnsupportedMediaType(AppError):
                    details={"expected": expected, "received": received or None})
 
 
+class UriTooLong(AppError):
+    status = 414
+    code = "uri_too_long"
+    message = "The URL is longer than the service accepts."
+
+
+class HeaderFieldsTooLarge(AppError):
+    status = 431
+    code = "request_header_fields_too_large"
+    message = "The request headers are larger than the service accepts."
+
+
 class InvalidSignature(AppError):
     status = 400
     code = "invalid_signature"

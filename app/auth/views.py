@@ -8,6 +8,7 @@ from app.auth import service, tokens
 from app.auth.bearer import auth_required
 from app.auth.schemas import LoginSchema, RegisterSchema, TokenSchema, UserSchema
 from app.extensions import db, limiter
+from app.http import NO_STORE, no_store
 
 blp = Blueprint("auth", __name__, url_prefix="/auth", description="Personal access tokens")
 
@@ -33,9 +34,10 @@ def register(body):
 
 
 @blp.route("/login", methods=["POST"])
+@no_store
 @limiter.limit(lambda: current_app.config["AUTH_LOGIN_RATE_LIMIT"], key_func=_login_rate_key)
 @blp.arguments(LoginSchema)
-@blp.response(200, TokenSchema)
+@blp.response(200, TokenSchema, headers=NO_STORE)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")
 def login(body):
@@ -60,8 +62,9 @@ def logout():
 
 
 @blp.route("/token/refresh", methods=["POST"])
+@no_store
 @auth_required
-@blp.response(200, TokenSchema)
+@blp.response(200, TokenSchema, headers=NO_STORE)
 def refresh():
     """Delete the current token and issue a new one (rotation, SPEC 4 rule 2).
 
