@@ -13,6 +13,7 @@ from app.db_pool import server_engine_options
 from app.errors import register_errorhandlers
 from app.extensions import api, db, limiter, migrate
 from app.fields import Timestamp
+from app.http import register_http
 from app.request_id import register_request_id
 
 # The Stripe SDK waits at most this long, in seconds, between two attempts of one call.
@@ -26,12 +27,15 @@ def create_app(config=None):
     """
     app = Flask(__name__, instance_relative_config=True)
     configure(app, config)
+    # First, so that every answer carries its id and the HTTP surface's headers, even one refused by
+    # a later hook or a view (the rate limiter's 429).
+    register_request_id(app)
+    register_http(app)
     register_extensions(app)
     register_provider(app)
     register_blueprints(app)
     register_listeners(app)
     register_errorhandlers(app)
-    register_request_id(app)
     register_commands(app)
     return app
 

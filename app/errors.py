@@ -88,6 +88,37 @@ class UnknownPrice(AppError):
         return cls(f"Price {price!r} is not offered by this service.", details={"price": price})
 
 
+class InvalidJson(AppError):
+    """A body that is not JSON (RFC 8259) the service can read; see ``app.jsonbody``."""
+
+    status = 400
+    code = "invalid_json"
+    message = "The request body is not valid JSON."
+
+
+class UnsupportedMediaType(AppError):
+    status = 415
+    code = "unsupported_media_type"
+    message = "The request body must be JSON, sent with Content-Type: application/json."
+
+    @classmethod
+    def expecting(cls, expected, received):
+        return cls(f"The request body must be sent with Content-Type: {expected}.",
+                   details={"expected": expected, "received": received or None})
+
+
+class UriTooLong(AppError):
+    status = 414
+    code = "uri_too_long"
+    message = "The URL is longer than the service accepts."
+
+
+class HeaderFieldsTooLarge(AppError):
+    status = 431
+    code = "request_header_fields_too_large"
+    message = "The request headers are larger than the service accepts."
+
+
 class InvalidSignature(AppError):
     status = 400
     code = "invalid_signature"
@@ -126,6 +157,12 @@ class ServiceUnavailable(AppError):
     @classmethod
     def connection_lost(cls):
         return cls("The database connection was lost; try again shortly.", headers={"Retry-After": "1"})
+
+    @classmethod
+    def rate_limit_store(cls, retry_after):
+        # Failing closed: without its counter, login would take unlimited password guesses.
+        return cls("The rate-limit store is not answering; try again shortly.",
+                   headers={"Retry-After": str(retry_after)})
 
 
 class ProviderUnavailable(ServiceUnavailable):
@@ -214,11 +251,10 @@ def handle_http_exception(error):
     headers = dict(data.get("headers") or {})
     if status == 405 and error.valid_methods:
         headers["Allow"] = ", ".join(error.valid_methods)
-    if status == 400 and messages:
-        # webargs answers 400 only for a body that is not JSON at all.
-        return error_response(400, "invalid_json", "The request body is not valid JSON.", None, headers)
     code = _HTTP_CODES.get(status) or re.sub(r"\W+", "_", error.name.lower()).strip("_")
     message = _HTTP_MESSAGES.get(status) or error.description or error.name
+    if status == 422 and isinstance(messages, dict) and set(messages) == {"query"}:
+        message = "The query parameters are not valid."
     details = _validation_details(messages) if status == 422 else None
     return error_response(status, code, message, details, headers)
 

@@ -5,7 +5,7 @@ from sqlalchemy import MetaData
 
 from app.api import Api
 from app.db_session import Session
-from app.limiting import RateLimiter
+from app.rate_limit import RateLimiter
 
 # Views keep using objects after committing; reloading every attribute would cost a query each.
 db = SQLAlchemy(

@@ -1,11 +1,11 @@
 """``GET /health``: 200 when the database answers, else 503 (for load balancers and uptime checks)."""
 import logging
 
-from flask_smorest import Blueprint
 from marshmallow import Schema, fields
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.api import Blueprint
 from app.errors import ServiceUnavailable
 from app.extensions import db
 

@@ -1,12 +1,14 @@
 """Auth endpoints (SPEC 4, CONTRACT "Endpoints"). Views parse, call one service function, commit, answer."""
 from flask import current_app, g, request
 from flask_limiter.util import get_remote_address
-from flask_smorest import Blueprint
 
+from app import jsonbody
+from app.api import Blueprint
 from app.auth import service, tokens
 from app.auth.bearer import auth_required
 from app.auth.schemas import LoginSchema, RegisterSchema, TokenSchema, UserSchema
 from app.extensions import db, limiter
+from app.http import NO_STORE, no_store
 
 blp = Blueprint("auth", __name__, url_prefix="/auth", description="Personal access tokens")
 
@@ -17,9 +19,7 @@ def _token_body(token, plain_text):
 
 def _login_rate_key():
     # Per email and client address, so one attacker cannot lock a victim out from elsewhere.
-    body = request.get_json(silent=True)
-    email = body.get("email") if isinstance(body, dict) else None
-    return f"{get_remote_address()}|{str(email or '').strip().lower()}"
+    return f"{get_remote_address()}|{str(jsonbody.email_of(request) or '').strip().lower()}"
 
 
 @blp.route("/register", methods=["POST"])
@@ -34,9 +34,10 @@ def register(body):
 
 
 @blp.route("/login", methods=["POST"])
+@no_store
 @limiter.limit(lambda: current_app.config["AUTH_LOGIN_RATE_LIMIT"], key_func=_login_rate_key)
 @blp.arguments(LoginSchema)
-@blp.response(200, TokenSchema)
+@blp.response(200, TokenSchema, headers=NO_STORE)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")
 def login(body):
@@ -61,8 +62,9 @@ def logout():
 
 
 @blp.route("/token/refresh", methods=["POST"])
+@no_store
 @auth_required
-@blp.response(200, TokenSchema)
+@blp.response(200, TokenSchema, headers=NO_STORE)
 def refresh():
     """Delete the current token and issue a new one (rotation, SPEC 4 rule 2).
 

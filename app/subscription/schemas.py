@@ -1,7 +1,7 @@
 """Bodies of the subscription and notification endpoints (CONTRACT "Resources as JSON")."""
 from marshmallow import Schema, fields, validate
 
-from app.fields import Text, Timestamp, Url
+from app.fields import STORABLE_DESCRIPTION, Text, Timestamp, Url
 from app.listeners.kinds import NOTIFICATION_KINDS
 
 
@@ -32,9 +32,14 @@ class IntentSchema(Schema):
 
 
 class PortalRequestSchema(Schema):
-    # Only a web page can be returned to; the length bound is the common browser URL limit.
+    # Only a web page can be returned to; the length bound is the common browser URL limit. The
+    # document says "uri" (OpenAPI's format; marshmallow's own "url" is unknown to validators)
+    # and the http(s) pattern, so an empty or relative URL is invalid there as it is here.
     return_url = Url(load_default=None, allow_none=True, require_tld=False, schemes={"http", "https"},
-                     validate=validate.Length(max=2048))
+                     validate=validate.Length(min=1, max=2048),
+                     metadata={"format": "uri", "pattern": r"^https?://[^\u0000]+$",
+                               "description": "Where the portal's return link leads; Stripe's default when absent. "
+                                              + STORABLE_DESCRIPTION})
 
 
 class PortalSchema(Schema):

@@ -1,11 +1,12 @@
 """Subscription endpoints (CONTRACT "Endpoints"). Subscription state itself only changes by webhook or sync."""
 from flask import g
-from flask_smorest import Blueprint
 
+from app.api import Blueprint
 from app.auth.bearer import auth_required
 from app.billing import plans
 from app.errors import AlreadySubscribed
 from app.extensions import db
+from app.http import NO_STORE, no_store
 from app.subscription import service
 from app.subscription.schemas import (
     IntentRequestSchema,
@@ -31,11 +32,12 @@ def show():
 
 
 @blp.route("/subscription/intent", methods=["POST"])
+@no_store
 @auth_required
 @blp.arguments(IntentRequestSchema)
-@blp.response(201, IntentSchema)
+@blp.response(201, IntentSchema, headers=NO_STORE)
 @blp.alt_response(200, schema=IntentSchema, description="The pending subscription for this price, reused",
-                  success=True)
+                  headers=NO_STORE, success=True)
 @blp.alt_response(409, response="CONFLICT")
 @blp.alt_response(502, response="BAD_GATEWAY")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
@@ -59,9 +61,10 @@ def intent(body):
 
 
 @blp.route("/subscription/portal", methods=["POST"])
+@no_store
 @auth_required
-@blp.arguments(PortalRequestSchema)
-@blp.response(200, PortalSchema)
+@blp.arguments(PortalRequestSchema, required=False)
+@blp.response(200, PortalSchema, headers=NO_STORE)
 @blp.alt_response(502, response="BAD_GATEWAY")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def portal(body):
