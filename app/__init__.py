@@ -12,6 +12,7 @@ from app.commands import register_commands
 from app.errors import register_errorhandlers
 from app.extensions import api, db, limiter, migrate
 from app.fields import Timestamp
+from app.observability import register_observability
 from app.request_id import register_request_id
 
 # The Stripe SDK waits at most this long, in seconds, between two attempts of one call.
@@ -31,6 +32,7 @@ def create_app(config=None):
     register_listeners(app)
     register_errorhandlers(app)
     register_request_id(app)
+    register_observability(app)
     register_commands(app)
     return app
 
@@ -94,8 +96,9 @@ def register_provider(app):
 
 def register_blueprints(app):
     from app import auth, health, subscription, webhook
+    from app.observability import views as observability
 
-    for feature in (auth, subscription, webhook, health):
+    for feature in (auth, subscription, webhook, health, observability):
         api.register_blueprint(feature.blp)
 
 

@@ -4,6 +4,7 @@ from flask_smorest import Blueprint
 from marshmallow import Schema, fields
 
 from app.extensions import db
+from app.observability import annotate
 from app.webhook import service
 
 blp = Blueprint("webhook", __name__, description="Signed provider events")
@@ -33,6 +34,7 @@ def receive():
     ``invalid_signature`` / ``invalid_payload`` with nothing stored; 5xx when processing failed, so
     the provider retries (for up to three days, SPEC 6 rule 8).
     """
-    service.handle_delivery(request.get_data(cache=False), request.headers.get("Stripe-Signature"))
+    outcome = service.handle_delivery(request.get_data(cache=False), request.headers.get("Stripe-Signature"))
     db.session.commit()
+    annotate(webhook_outcome=outcome)
     return {"received": True}
