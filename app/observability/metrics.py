@@ -8,8 +8,16 @@ mode); without it, the values live in this process. A CLI command run with the s
 """
 import os
 
-from prometheus_client import (CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram,
-                               generate_latest, multiprocess)
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 
 # Every outcome of one webhook delivery: the first five from the ledger and the writers, ``rejected``
 # for a delivery refused with 400 (bad signature or payload: its type is unverified, so ``unknown``).

@@ -42,9 +42,10 @@ EXPECTED_OBJECT = {
 def write_subscription(provider, user, event):
     """Write the subscription row from a ``customer.subscription.*`` event, never rolling it back.
 
-    An event older than the newest applied is skipped: the answer is then ``"stale"``, else ``None``. Two events of the same second cannot be
-    ordered by ``created``, so on a tie the live subscription is read and written instead; when the
-    provider refuses that read (it knows no such subscription), the row is left as it is.
+    An event older than the newest applied is skipped, and the answer is ``"stale"`` (else ``None``).
+    Two events of the same second cannot be ordered by ``created``, so on a tie the live subscription
+    is read and written instead; when the provider refuses that read (it knows no such subscription),
+    the row is left as it is.
     """
     obj = event["data"]["object"]
     as_of = from_timestamp(event["created"])
