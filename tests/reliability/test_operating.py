@@ -2,6 +2,7 @@
 workers, metrics on and JSON logs: counters add both workers' requests, every log line is JSON."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -93,3 +94,47 @@ def test_a_dead_workers_counts_stay_and_the_logs_are_json(production):
     assert {r["request_id"] for r in access} <= app_ids, "gunicorn's line and the app's share the request id"
     for secret in (PASSWORD, token["access_token"].split("|")[1], TOKEN):
         assert secret not in server.log.read_text()  # not even from a query string
+
+
+def dockerfile():
+    """Return ``(env, copied paths, cmd)`` of the Dockerfile's ``ENV``, ``COPY`` and ``CMD`` instructions."""
+    instructions = (ROOT / "Dockerfile").read_text().replace("\\\n", " ").splitlines()
+    env, copied, cmd = {}, [], None
+    for line in instructions:
+        keyword, _, rest = line.partition(" ")
+        if keyword == "ENV":
+            env.update(part.split("=", 1) for part in rest.split())
+        elif keyword == "COPY":
+            copied += rest.split()[:-1]
+        elif keyword == "CMD":
+            cmd = json.loads(rest)
+    return env, copied, cmd
+
+
+def test_the_image_files_and_command_serve(database_url, make_app, tmp_path):
+    # No Docker engine on this machine: what the image holds is copied here, and its command run
+    # with its environment (the installed packages are this virtualenv's, the same pinned set).
+    make_app()
+    env, copied, cmd = dockerfile()
+    image = tmp_path / "image"
+    image.mkdir()
+    for name in copied:
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, image / name)
+    port = free_port()
+    env.update(BIND=f"127.0.0.1:{port}", PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"), WEB_CONCURRENCY="2",
+               DATABASE_URL=database_url, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET, METRICS_ENABLED="1")
+    assert cmd[:3] == ["gunicorn", "-c", "gunicorn.conf.py"]
+    log = tmp_path / "gunicorn.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", *cmd], cwd=image, stdout=out, stderr=subprocess.STDOUT,
+                                   env={"PATH": os.environ["PATH"], **env})
+    server = Gunicorn(f"http://127.0.0.1:{port}", process, log)
+    try:
+        server.wait_healthy(workers=2)
+        assert server.get("/health/ready").json()["status"] == "ok"
+        assert server.get("/metrics").status_code == 200
+        assert json.loads(log.read_text().splitlines()[0])["logger"] == "gunicorn.error"  # LOG_FORMAT=json
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(35)
