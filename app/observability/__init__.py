@@ -33,27 +33,40 @@ def _webhook_outcome(status):
     return g.get("log_fields", {}).get("webhook_outcome", "processed")
 
 
-def _finish(response):
-    seconds = time.perf_counter() - g.get("request_started", time.perf_counter())
+def _seconds():
+    return time.perf_counter() - g.get("request_started", time.perf_counter())
+
+
+def _count(response):
     status = response.status_code
     endpoint = request.url_rule.rule if request.url_rule is not None else "<unmatched>"
-    metrics.http_request(request.method, endpoint, status, seconds)
+    metrics.http_request(request.method, endpoint, status, _seconds())
     if request.endpoint == WEBHOOK_ENDPOINT:
-        fields = g.get("log_fields", {})
-        metrics.webhook_delivery(fields.get("event_type"), _webhook_outcome(status))
+        metrics.webhook_delivery(g.get("log_fields", {}).get("event_type"), _webhook_outcome(status))
     elif request.endpoint == LOGIN_ENDPOINT and status == 429:
         metrics.login_rate_limited()
-    log.info("%s %s %s %.1f ms", request.method, request.path, status, seconds * 1000, extra={
-        "method": request.method, "path": request.path, "status": status,
-        "duration_ms": round(seconds * 1000, 1), "user_id": _user_id()})
+    return response
+
+
+def _log(response):
+    if log.isEnabledFor(logging.INFO):
+        seconds, status = _seconds(), response.status_code
+        log.info("%s %s %s %.1f ms", request.method, request.path, status, seconds * 1000, extra={
+            "method": request.method, "path": request.path, "status": status,
+            "duration_ms": round(seconds * 1000, 1), "user_id": _user_id()})
     return response
 
 
 def register_observability(app):
-    """Configure logging (``LOG_FORMAT``, ``LOG_LEVEL``) and time, count and log every request."""
+    """Configure logging (``LOG_FORMAT``, ``LOG_LEVEL``); log every request, and count it with ``METRICS_ENABLED``.
+
+    Counting is left out when nothing can read the counts: it is the hot path of every request.
+    """
     register_logging(app)
     app.before_request(_start)
-    app.after_request(_finish)
+    app.after_request(_log)
+    if app.config["METRICS_ENABLED"]:
+        app.after_request(_count)
 
 
 __all__ = ["annotate", "metrics", "register_observability"]

@@ -13,7 +13,9 @@ from gunicorn.glogging import Logger as GunicornLogger
 from pythonjsonlogger.json import JsonFormatter
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
-LOG_FORMATS = ("text", "json")
+# The JSON records' first fields, in the logging attributes' names, and the names they are given.
+JSON_FIELDS = "{levelname}{name}{process}{message}"
+JSON_RENAMED = {"levelname": "level", "name": "logger", "process": "pid"}
 
 
 def annotate(**fields):
@@ -38,9 +40,6 @@ class RequestContextFilter(logging.Filter):
 class StderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at the time (a test's capture, a redirect), like ``lastResort``."""
 
-    def __init__(self):
-        super().__init__()
-
     @property
     def stream(self):
         return sys.stderr
@@ -53,8 +52,7 @@ class StderrHandler(logging.StreamHandler):
 def json_formatter():
     """Return the JSON formatter: ``time`` (ISO 8601 UTC), ``level``, ``logger``, ``message``, ``pid``,
     ``request_id``, then any extra fields of the record."""
-    return JsonFormatter("{levelname}{name}{process}{message}{request_id}", style="{", timestamp="time",
-                         rename_fields={"levelname": "level", "name": "logger", "process": "pid"})
+    return JsonFormatter(JSON_FIELDS + "{request_id}", style="{", timestamp="time", rename_fields=JSON_RENAMED)
 
 
 def formatter_for(log_format):
@@ -84,8 +82,7 @@ class GunicornJsonFormatter(JsonFormatter):
                      "remote_addr": "h", "user_agent": "a", "request_id": "{x-request-id}o"}
 
     def __init__(self):
-        super().__init__("{levelname}{name}{process}{message}", style="{", timestamp="time",
-                         rename_fields={"levelname": "level", "name": "logger", "process": "pid"})
+        super().__init__(JSON_FIELDS, style="{", timestamp="time", rename_fields=JSON_RENAMED)
 
     def add_fields(self, log_data, record, message_dict):
         super().add_fields(log_data, record, message_dict)
