@@ -32,12 +32,25 @@ if os.environ.get("METRICS_ENABLED", "").strip().lower() in {"1", "true", "yes",
     os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
+
+
 def on_starting(server):
-    """Delete a previous run's metric files, which would otherwise be added to this run's totals."""
+    """Delete the metric files of processes no longer running (a previous run's), which would otherwise
+    be added to this run's totals. A live process's files stay: the master's own (open since the app
+    was imported) and those of a ``flask deliver-notifications`` worker running beside gunicorn."""
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if directory:
         for path in glob.glob(os.path.join(directory, "*.db")):
-            if not path.endswith(f"_{os.getpid()}.db"):  # the master's own, open since the app was imported
+            pid = os.path.basename(path).rsplit("_", 1)[-1].removesuffix(".db")
+            if not (pid.isdigit() and _alive(int(pid))):
                 os.remove(path)
 
 

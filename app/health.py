@@ -5,7 +5,6 @@ rate-limit store (when it is not the in-process ``memory://``) and the SMTP serv
 ``MAIL_SERVER`` is set), for deploys and orchestrators that route traffic only to a ready instance.
 """
 import logging
-import smtplib
 
 from flask import current_app
 from flask_smorest import Blueprint
@@ -15,13 +14,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.errors import ServiceUnavailable
 from app.extensions import db, limiter
+from app.notifications.channels import EmailChannel
 
 log = logging.getLogger(__name__)
 blp = Blueprint("health", __name__, description="Liveness and readiness")
-
-# Seconds the SMTP check waits for the server's greeting and its answer to NOOP.
-SMTP_TIMEOUT = 3
-
 
 class HealthSchema(Schema):
     status = fields.String(required=True, metadata={"example": "ok"})
@@ -48,13 +44,8 @@ def check_rate_limit_store():
 
 
 def check_smtp():
-    """Raise unless the SMTP server greets and answers ``NOOP`` with 250 (no login, nothing sent)."""
-    config = current_app.config
-    connect = smtplib.SMTP_SSL if config["MAIL_USE_SSL"] else smtplib.SMTP
-    with connect(config["MAIL_SERVER"], config["MAIL_PORT"], timeout=SMTP_TIMEOUT) as smtp:
-        code, _ = smtp.noop()
-        if code != 250:
-            raise smtplib.SMTPResponseException(code, "NOOP refused")
+    """Raise unless the email channel opens an SMTP session as it sends (TLS, login; nothing sent)."""
+    EmailChannel(current_app.config).check()
 
 
 def configured_checks(config):

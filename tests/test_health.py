@@ -1,11 +1,9 @@
 """``GET /health`` reports whether the database answers; ``GET /health/ready`` every configured part."""
 import pytest
-from aiosmtpd.controller import Controller
-from aiosmtpd.handlers import Sink
 
 from app import create_app
 from tests.conftest import BASE_CONFIG
-from tests.reliability.support import free_port
+from tests.receivers import free_port
 
 
 def test_health_is_ok_when_the_database_answers(client):
@@ -20,15 +18,6 @@ def test_health_is_503_when_the_database_is_gone(tmp_path):
     assert response.json["error"]["code"] == "service_unavailable"
 
 
-@pytest.fixture
-def smtp_server():
-    """A real SMTP server (aiosmtpd) on a free port; yields its port."""
-    controller = Controller(Sink(), hostname="127.0.0.1", port=free_port())
-    controller.start()
-    yield controller.port
-    controller.stop()
-
-
 def test_ready_checks_only_the_database_by_default(client):
     response = client.get("/health/ready")
     assert response.status_code == 200
@@ -36,7 +25,7 @@ def test_ready_checks_only_the_database_by_default(client):
 
 
 def test_ready_checks_the_rate_limit_store_and_the_smtp_server_when_configured(make_app, smtp_server):
-    app = make_app(RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379/15", MAIL_SERVER="127.0.0.1", MAIL_PORT=smtp_server)
+    app = make_app(RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379/15", MAIL_SERVER="127.0.0.1", MAIL_PORT=smtp_server.port)
     response = app.test_client().get("/health/ready")
     assert response.status_code == 200
     assert response.json["checks"] == {"database": "ok", "rate_limit_store": "ok", "smtp": "ok"}
@@ -47,7 +36,7 @@ def test_ready_is_503_naming_the_part_that_is_down(make_app, smtp_server, down):
     closed_port = free_port()  # nothing listens there
     app = make_app(
         RATELIMIT_STORAGE_URI=f"redis://127.0.0.1:{closed_port if down == 'rate_limit_store' else 6379}/15",
-        MAIL_SERVER="127.0.0.1", MAIL_PORT=closed_port if down == "smtp" else smtp_server)
+        MAIL_SERVER="127.0.0.1", MAIL_PORT=closed_port if down == "smtp" else smtp_server.port)
     client = app.test_client()
     response = client.get("/health/ready")
     assert response.status_code == 503

@@ -8,6 +8,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.extensions import db
 from app.models import User
 from tests.conftest import bearer, deliver, load_event, login, register
+from tests.receivers import NOTIFY_SECRET
+from tests.test_notification_delivery import add_notifications
 from tests.test_webhook import CUSTOMER, DURING_PERIOD
 
 METRICS_TOKEN = "metrics-scrape-token-0123456789"
@@ -114,6 +116,22 @@ def test_login_rate_limit_refusals_are_counted(make_app):
                 for _ in range(4)]
     assert statuses == [401, 401, 429, 429]
     assert value(scrape(client), "login_rate_limited_total") - before == 2
+
+
+def test_notifications_are_counted_queued_sent_and_dead(make_app, smtp_server, http_receiver):
+    app = make_app(METRICS_ENABLED="1", MAIL_SERVER="127.0.0.1", MAIL_PORT=smtp_server.port,
+                   NOTIFY_WEBHOOK_URL=http_receiver.url, NOTIFY_WEBHOOK_SECRET=NOTIFY_SECRET, NOTIFY_MAX_ATTEMPTS=1)
+    client = app.test_client()
+    before = scrape(client)
+    http_receiver.status = 503
+    add_notifications(app, ["subscription_ended", "payment_failed"])
+    assert "delivered 2, failed 0 (retry scheduled), dead 2" in \
+        app.test_cli_runner().invoke(args=["deliver-notifications", "--once"]).output
+    after = scrape(client)
+    for channel, state, count in (("email", "queued", 2), ("webhook", "queued", 2), ("email", "sent", 2),
+                                  ("webhook", "dead", 2), ("webhook", "sent", 0)):
+        assert value(after, "notifications_total", channel=channel, state=state) - \
+            value(before, "notifications_total", channel=channel, state=state) == count, (channel, state)
 
 
 def json_lines(text):
