@@ -25,7 +25,8 @@ def test_ready_checks_only_the_database_by_default(client):
 
 
 def test_ready_checks_the_rate_limit_store_and_the_smtp_server_when_configured(make_app, smtp_server):
-    app = make_app(RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379/15", MAIL_SERVER="127.0.0.1", MAIL_PORT=smtp_server.port)
+    app = make_app(RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379/15", MAIL_SERVER="127.0.0.1",
+                   MAIL_PORT=smtp_server.port)
     response = app.test_client().get("/health/ready")
     assert response.status_code == 200
     assert response.json["checks"] == {"database": "ok", "rate_limit_store": "ok", "smtp": "ok"}
