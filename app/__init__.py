@@ -14,6 +14,7 @@ from app.errors import register_errorhandlers
 from app.extensions import api, db, limiter, migrate
 from app.fields import Timestamp
 from app.http import register_http
+from app.observability import register_observability
 from app.request_id import register_request_id
 
 # The Stripe SDK waits at most this long, in seconds, between two attempts of one call.
@@ -36,6 +37,7 @@ def create_app(config=None):
     register_blueprints(app)
     register_listeners(app)
     register_errorhandlers(app)
+    register_observability(app)
     register_commands(app)
     return app
 
@@ -97,8 +99,9 @@ def register_provider(app):
 
 def register_blueprints(app):
     from app import auth, health, subscription, webhook
+    from app.observability import views as observability
 
-    for feature in (auth, subscription, webhook, health):
+    for feature in (auth, subscription, webhook, health, observability):
         api.register_blueprint(feature.blp)
 
 

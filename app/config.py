@@ -88,6 +88,9 @@ DEFAULTS = {
     "RATELIMIT_STORAGE_URI": "memory://",
     "PROXY_FIX_X_FOR": "0",
     "LOG_LEVEL": "INFO",
+    "LOG_FORMAT": "text",
+    "METRICS_ENABLED": "",
+    "METRICS_TOKEN": "",
     "MAIL_SERVER": "",
     "MAIL_PORT": "25",
     "MAIL_USE_TLS": "",
@@ -124,6 +127,10 @@ def validate(config):
         if value is None:
             raise ConfigError(f"{name} must be set to a whole number")
         config[name] = value
+    config["METRICS_ENABLED"] = _flag(config["METRICS_ENABLED"])
+    config["LOG_FORMAT"] = str(config["LOG_FORMAT"]).strip().lower()
+    if config["LOG_FORMAT"] not in ("text", "json"):
+        raise ConfigError(f"LOG_FORMAT must be text or json, got {config['LOG_FORMAT']!r}")
     if not str(config.get("FREE_PLAN") or "").strip():
         raise ConfigError("FREE_PLAN must name the plan of a user with no valid subscription")
     _notification_channels(config)

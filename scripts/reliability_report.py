@@ -18,6 +18,7 @@ ROWS = {
     "duplicate_deliveries": "Duplicate deliveries",
     "reordered_deliveries": "Deliveries after a newer event of the same customer",
     "parallel_requests": "Requests sent in parallel to 4 gunicorn workers",
+    "metrics_requests_two_workers": "Requests to 2 gunicorn workers (gunicorn.conf.py), each scrape counting all",
     "webhook_retries_after_5xx": "5xx answers retried (provider-style) until accepted",
     "faults_injected": "Faults injected (database lost/locked, provider down/slow, worker killed)",
     "provider_fault_max_ms": "Slowest 503 with the provider down or slow (ms)",

@@ -3,7 +3,8 @@ from openapi_spec_validator import validate
 
 EXPECTED = {
     ("/auth/register", "post"), ("/auth/login", "post"), ("/auth/logout", "post"),
-    ("/auth/token/refresh", "post"), ("/auth/me", "get"), ("/health", "get"),
+    ("/auth/token/refresh", "post"), ("/auth/me", "get"), ("/health", "get"), ("/health/ready", "get"),
+    ("/metrics", "get"),
 }
 
 

@@ -17,6 +17,7 @@ from app.billing.provider import get_provider
 from app.errors import InvalidPayload, ProviderRejected
 from app.extensions import db
 from app.models import WebhookEvent
+from app.observability import annotate
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp, utcnow
 from app.webhook.schemas import EventSchema, SubscriptionObjectSchema
@@ -31,15 +32,16 @@ _SUBSCRIPTION_OBJECT = SubscriptionObjectSchema()
 def write_subscription(provider, user, event):
     """Write the subscription row from an event carrying a subscription, never rolling it back.
 
-    An event older than the newest applied is skipped. Two events of the same second cannot be
-    ordered by ``created``, so on a tie the live subscription is read and written instead; when the
-    provider refuses that read (it knows no such subscription), the row is left as it is.
+    An event older than the newest applied is skipped, and the answer is ``"stale"`` (else ``None``).
+    Two events of the same second cannot be ordered by ``created``, so on a tie the live subscription
+    is read and written instead; when the provider refuses that read (it knows no such subscription),
+    the row is left as it is.
     """
     obj = event["data"]["object"]
     as_of = from_timestamp(event["created"])
     existing = state.subscription_of(user, obj["id"])
     if state.is_stale(existing, as_of):
-        return
+        return "stale"
     if existing is not None and as_of == existing.provider_updated_at:
         try:
             obj = provider.retrieve_subscription(obj["id"])
@@ -98,7 +100,8 @@ def record(event):
 
 
 def handle_delivery(payload, signature_header):
-    """Process one delivery; return ``"processed"``, ``"duplicate"`` or ``"ignored"`` (unknown customer).
+    """Process one delivery; return ``"processed"``, ``"stale"`` (no row changed: a newer event was
+    applied first), ``"duplicate"`` or ``"ignored"`` (unknown customer).
 
     Raises ``InvalidSignature`` / ``InvalidPayload`` (400) before anything is written, and
     ``ProviderUnavailable`` or any other error (5xx) when processing fails.
@@ -108,13 +111,14 @@ def handle_delivery(payload, signature_header):
     event = provider.verify_event(payload, signature_header, config["PROVIDER_WEBHOOK_SECRET"],
                                   config["PROVIDER_WEBHOOK_TOLERANCE"])
     check_event(event)
+    annotate(event_id=event["id"], event_type=event["type"])
     if not record(event):
         return "duplicate"
     user = state.lock_customer(objects.customer_id_of(event["data"]["object"]))
     if user is None:
         return "ignored"
     writer = WRITERS.get(event["type"])
-    if writer is not None:
-        writer(provider, user, event)
+    outcome = writer(provider, user, event) if writer is not None else None
+    # A stale event still reaches the listeners: its notification is news even when its row is old.
     webhook_handled.send(current_app._get_current_object(), event=event, user=user)
-    return "processed"
+    return outcome or "processed"

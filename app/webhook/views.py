@@ -5,6 +5,7 @@ from marshmallow import Schema, fields
 from app import jsonbody
 from app.api import Blueprint
 from app.extensions import db
+from app.observability import annotate
 from app.webhook import service
 
 blp = Blueprint("webhook", __name__, description="Signed provider events")
@@ -36,6 +37,7 @@ def receive():
     with nothing stored; 5xx when processing failed, so
     the provider retries (for up to three days, SPEC 6 rule 8).
     """
-    service.handle_delivery(jsonbody.require_json(request), request.headers.get("Stripe-Signature"))
+    outcome = service.handle_delivery(jsonbody.require_json(request), request.headers.get("Stripe-Signature"))
     db.session.commit()
+    annotate(webhook_outcome=outcome)
     return {"received": True}
