@@ -5,7 +5,6 @@ Request strings use the ``app.fields`` types, which refuse NUL and unpaired surr
 from marshmallow import Schema, fields, validate
 
 from app.fields import Email, Text, Timestamp
-from app.subscription.schemas import SubscriptionSchema
 
 
 class RegisterSchema(Schema):
@@ -25,16 +24,3 @@ class TokenSchema(Schema):
     access_token = fields.String(required=True, metadata={"description": "<id>|<secret>; send as a bearer token"})
     expires_at = Timestamp(allow_none=True, required=True)
 
-
-class CardSchema(Schema):
-    brand = fields.String(required=True)
-    last4 = fields.String(required=True)
-
-
-class UserSchema(Schema):
-    id = fields.Integer(required=True)
-    email = fields.String(required=True)
-    name = fields.String(allow_none=True, required=True)
-    plan = fields.String(required=True, metadata={"description": "Entitled plan at the time of the request"})
-    card = fields.Nested(CardSchema, allow_none=True, required=True)
-    subscription = fields.Nested(SubscriptionSchema, allow_none=True, required=True)

@@ -3,11 +3,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.auth import passwords, tokens
-from app.billing import plans
 from app.errors import EmailTaken, InvalidCredentials
 from app.extensions import db
 from app.models import User
-from app.timeutil import utcnow
 
 
 def normalise_email(email):
@@ -46,18 +44,3 @@ def login(email, password, remember_me=False):
         user.password_hash = passwords.hash_password(password)
     return tokens.issue(user, tokens.login_lifetime(remember_me))
 
-
-def present_user(user):
-    """Return the CONTRACT "User" resource of ``user`` as a dict for ``UserSchema``."""
-    now = utcnow()
-    card = None
-    if user.pm_type and user.pm_last_four:
-        card = {"brand": user.pm_type, "last4": user.pm_last_four}
-    return {
-        "id": user.id,
-        "email": user.email,
-        "name": user.name,
-        "plan": plans.entitled_plan(user, now),
-        "card": card,
-        "subscription": plans.present_subscription(plans.current_subscription(user, now), now),
-    }

@@ -3,10 +3,12 @@ from flask import current_app, g, request
 from flask_limiter.util import get_remote_address
 from flask_smorest import Blueprint
 
+from app import presentation
 from app.auth import service, tokens
 from app.auth.bearer import auth_required
-from app.auth.schemas import LoginSchema, RegisterSchema, TokenSchema, UserSchema
+from app.auth.schemas import LoginSchema, RegisterSchema, TokenSchema
 from app.extensions import db, limiter
+from app.presentation import UserSchema
 
 blp = Blueprint("auth", __name__, url_prefix="/auth", description="Personal access tokens")
 
@@ -30,7 +32,7 @@ def register(body):
     """Create an account. No token is returned: login is the only credential exchange."""
     user = service.register_user(**body)
     db.session.commit()
-    return service.present_user(user)
+    return presentation.present_user(user)
 
 
 @blp.route("/login", methods=["POST"])
@@ -78,4 +80,4 @@ def refresh():
 @blp.response(200, UserSchema)
 def me():
     """Return the current user with the plan they are entitled to now."""
-    return service.present_user(g.current_user)
+    return presentation.present_user(g.current_user)

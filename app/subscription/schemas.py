@@ -2,17 +2,7 @@
 from marshmallow import Schema, fields, validate
 
 from app.fields import Text, Timestamp, Url
-
-
-class SubscriptionSchema(Schema):
-    id = fields.String(required=True, metadata={"description": "Provider subscription id"})
-    status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
-    price = fields.String(allow_none=True, required=True)
-    plan = fields.String(allow_none=True, required=True)
-    cancel_at_period_end = fields.Boolean(required=True)
-    current_period_end = Timestamp(allow_none=True, required=True)
-    ends_at = Timestamp(allow_none=True, required=True)
-    on_grace_period = fields.Boolean(required=True)
+from app.presentation import SubscriptionSchema
 
 
 class SubscriptionStateSchema(Schema):

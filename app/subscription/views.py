@@ -2,8 +2,8 @@
 from flask import g
 from flask_smorest import Blueprint
 
+from app import presentation
 from app.auth.bearer import auth_required
-from app.billing import plans
 from app.errors import AlreadySubscribed
 from app.extensions import db
 from app.subscription import service
@@ -25,9 +25,7 @@ blp = Blueprint("subscription", __name__, description="Subscription state and pa
 @blp.response(200, SubscriptionStateSchema)
 def show():
     """Return the entitled plan and the subscription that grants it (else the newest one, or null)."""
-    user = g.current_user
-    return {"plan": plans.entitled_plan(user),
-            "subscription": plans.present_subscription(plans.current_subscription(user))}
+    return presentation.present_subscription_state(g.current_user)
 
 
 @blp.route("/subscription/intent", methods=["POST"])
@@ -54,7 +52,7 @@ def intent(body):
         db.session.commit()  # keep what the sync found: the payment that cleared is the news
         raise
     db.session.commit()
-    return {"subscription": plans.present_subscription(subscription), "client_secret": client_secret}, (
+    return {"subscription": presentation.present_subscription(subscription), "client_secret": client_secret}, (
         201 if created else 200)
 
 
