@@ -30,17 +30,18 @@ def register_user(email, password, name=None):
     return user
 
 
-def login(email, password, remember_me=False):
-    """Check credentials and issue a token; return ``(AccessToken, plain_text)``.
+def login(email, password, remember_me=False, client=None):
+    """Check credentials and issue a login token; return ``(AccessToken, plain_text)``.
 
     Raises ``InvalidCredentials`` for an unknown email and for a wrong password alike, after the
     same amount of hashing work. The token's lifetime follows SPEC 4 rule 1 (see
     ``tokens.login_lifetime``). A hash made with outdated parameters is upgraded on the way.
+    ``client`` (``{"user_agent", "ip"}``) is recorded on the token for the token list.
     """
     user = db.session.scalars(select(User).where(User.email == normalise_email(email))).first()
     if not passwords.verify_password(user.password_hash if user else None, password):
         raise InvalidCredentials()
     if passwords.needs_rehash(user.password_hash):
         user.password_hash = passwords.hash_password(password)
-    return tokens.issue(user, tokens.login_lifetime(remember_me))
+    return tokens.issue(user, tokens.login_lifetime(remember_me), client=client)
 

@@ -37,13 +37,6 @@ class NotificationSchema(Schema):
     data = fields.Dict(required=True)
 
 
-class NotificationQuerySchema(Schema):
-    limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=100))
-    starting_after = fields.Integer(load_default=None, allow_none=True,
-                                    validate=validate.Range(min=1, max=2**63 - 1),
-                                    metadata={"description": "Id of the last notification of the previous page"})
-
-
 class NotificationPageSchema(Schema):
     data = fields.List(fields.Nested(NotificationSchema), required=True)
     has_more = fields.Boolean(required=True)

@@ -3,15 +3,15 @@ from flask import g
 from flask_smorest import Blueprint
 
 from app import presentation
-from app.auth.bearer import auth_required
+from app.auth.bearer import ability_required, auth_required
 from app.errors import AlreadySubscribed
 from app.extensions import db
+from app.pagination import PageQuerySchema
 from app.subscription import service
 from app.subscription.schemas import (
     IntentRequestSchema,
     IntentSchema,
     NotificationPageSchema,
-    NotificationQuerySchema,
     PortalRequestSchema,
     PortalSchema,
     SubscriptionStateSchema,
@@ -22,6 +22,7 @@ blp = Blueprint("subscription", __name__, description="Subscription state and pa
 
 @blp.route("/subscription", methods=["GET"])
 @auth_required
+@ability_required("subscription:read")
 @blp.response(200, SubscriptionStateSchema)
 def show():
     """Return the entitled plan and the subscription that grants it (else the newest one, or null)."""
@@ -30,6 +31,7 @@ def show():
 
 @blp.route("/subscription/intent", methods=["POST"])
 @auth_required
+@ability_required("subscription:write")
 @blp.arguments(IntentRequestSchema)
 @blp.response(201, IntentSchema)
 @blp.alt_response(200, schema=IntentSchema, description="The pending subscription for this price, reused",
@@ -58,6 +60,7 @@ def intent(body):
 
 @blp.route("/subscription/portal", methods=["POST"])
 @auth_required
+@ability_required("subscription:write")
 @blp.arguments(PortalRequestSchema)
 @blp.response(200, PortalSchema)
 @blp.alt_response(502, response="BAD_GATEWAY")
@@ -74,7 +77,8 @@ def portal(body):
 
 @blp.route("/notifications", methods=["GET"])
 @auth_required
-@blp.arguments(NotificationQuerySchema, location="query")
+@ability_required("notifications:read")
+@blp.arguments(PageQuerySchema, location="query")
 @blp.response(200, NotificationPageSchema)
 def notifications(query):
     """Return the user's lifecycle notifications, newest first; page with ``starting_after``."""
