@@ -218,8 +218,8 @@ def handle_app_error(error):
 
 
 def _validation_details(messages):
-    # webargs nests messages by location ({"json": {...}}); clients only ever send JSON bodies.
-    if isinstance(messages, dict) and set(messages) <= {"json", "query", "headers", "form", "view_args"}:
+    # webargs nests messages by location ({"json": {...}}); the field names are unique across them.
+    if isinstance(messages, dict) and set(messages) <= {"json", "query", "headers", "form", "view_args", "path"}:
         merged = {}
         for part in messages.values():
             merged.update(part if isinstance(part, dict) else {"_schema": part})
