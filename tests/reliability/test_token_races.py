@@ -29,8 +29,8 @@ def test_of_ten_concurrent_refreshes_of_one_token_exactly_one_wins_every_round(m
     token = login.json()["access_token"]
     for _ in range(ROUNDS):
         headers = {"Authorization": f"Bearer {token}"}
-        answers = in_parallel([lambda: requests.post(f"{gunicorn.url}/auth/token/refresh", headers=headers,
-                                                     timeout=30)] * RACERS)
+        answers = in_parallel([lambda headers=headers: requests.post(f"{gunicorn.url}/auth/token/refresh",
+                                                                     headers=headers, timeout=30)] * RACERS)
         tally["parallel_requests"] += RACERS
         tally["refresh_races"] += 1
         winners = [answer for answer in answers if answer.status_code == 200]
