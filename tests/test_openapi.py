@@ -6,6 +6,8 @@ from openapi_spec_validator import validate
 EXPECTED = {
     ("/auth/register", "post"), ("/auth/login", "post"), ("/auth/logout", "post"),
     ("/auth/token/refresh", "post"), ("/auth/me", "get"), ("/health", "get"),
+    ("/auth/tokens", "get"), ("/auth/tokens", "post"), ("/auth/tokens/{token_id}", "delete"),
+    ("/auth/logout-all", "post"),
 }
 
 
