@@ -10,6 +10,7 @@ from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
 from app.extensions import db
 from app.models import User
+from app.notifications.commands import deliver_notifications_command
 
 
 @click.command("create-user")
@@ -106,5 +107,6 @@ def check_webhook_command(url):
 
 
 def register_commands(app):
-    for command in (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command):
+    for command in (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command,
+                    deliver_notifications_command):
         app.cli.add_command(command)

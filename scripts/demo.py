@@ -5,10 +5,13 @@ its own on spare ports and stops it at the end. The client side is plain HTTP; p
 Stripe.js would do in a browser, done here with the stripe SDK against the emulator.
 """
 import json
+import mailbox
+import re
 import secrets
 import sys
 import time
 from contextlib import nullcontext
+from email import message_from_binary_file, policy
 from pathlib import Path
 
 import requests
@@ -32,6 +35,7 @@ class Demo:
     def __init__(self, env):
         self.base = env["SERVICE_URL"]
         self.emulator = env["PROVIDER_API_BASE"]
+        self.maildir = env["MAILDIR"]
         self.prices = {plan: price for price, plan in json.loads(env["PROVIDER_PLANS"]).items()}
         self.stripe = stripe.StripeClient(API_KEY, base_addresses={"api": self.emulator})
         self.http = requests.Session()
@@ -96,21 +100,39 @@ class Demo:
         self.until("plan back to free", lambda: self.me()["plan"] == "free")
         self.call("GET", "/auth/me", 200)
         self.step("Notifications, newest first")
-        self.call("GET", "/notifications", 200)
+        notified = len(self.call("GET", "/notifications", 200)["data"])
         self.step("Refresh rotates the token; logout deletes it")
         refreshed = self.call("POST", "/auth/token/refresh", 200)
         self.http.headers["Authorization"] = f"Bearer {refreshed['access_token']}"
         self.call("POST", "/auth/logout", 204)
         self.call("GET", "/auth/me", 401)
+        self.show_mail(email, notified)
         print("\nDemo complete.")
+
+    def show_mail(self, email, count):
+        """Wait for the worker to mail every notification of ``email``; print them, oldest first."""
+        self.step(f"The emails the flow produced, as the delivery worker sent them (Maildir {self.maildir})")
+        self.until(f"{count} emails to {email}", lambda: len(self.mails(email)) >= count, seconds=30)
+        for message in self.mails(email):
+            print(f"\n    --- {message['Date']}  {message['Message-ID']}\n    To: {message['To']}\n"
+                  f"    Subject: {message['Subject']}\n")
+            for line in message.get_body(("plain",)).get_content().strip().splitlines():
+                print(f"    {line}")
+
+    def mails(self, email):
+        inbox = mailbox.Maildir(self.maildir,
+                                factory=lambda file: message_from_binary_file(file, policy=policy.default))
+        messages = [m for m in inbox if m["To"] == email]
+        return sorted(messages, key=lambda m: int(re.search(r"\d+", m["Message-ID"]).group()))
 
 
 def main():
     env = read_dev_env()
-    stack = nullcontext(env) if env else Stack(port=5077, emulator_port=12177,
-                                              database_url=f"sqlite:///{Path('instance').resolve()}/demo.db")
+    stack = nullcontext(env) if env else Stack(port=5077, emulator_port=12177, smtp_port=8077,
+                                              database_url=f"sqlite:///{Path('instance').resolve()}/demo.db",
+                                              maildir=Path("instance/demo-mail").resolve())
     if env is None:
-        print("No running `make run` stack found; starting one for the demo (ports 5077 and 12177).", flush=True)
+        print("No running `make run` stack found; starting one for the demo (ports 5077, 12177, 8077).", flush=True)
     with stack as running:
         Demo(running).run()
 

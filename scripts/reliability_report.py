@@ -28,6 +28,11 @@ ROWS = {
     "brute_force_guesses_before_429_shared": "Login guesses answered before 429 (4 workers sharing Redis; limit 10)",
     "refresh_races": "Rounds of 10 concurrent refreshes of one token (4 workers)",
     "refresh_race_winners_max": "Most refreshes answered 200 in one round (must be 1)",
+    "notifications_queued": "Notifications queued for email during an SMTP outage (2 workers)",
+    "smtp_outage_ms": "SMTP server down (ms)",
+    "notification_failed_attempts": "Delivery attempts failed meanwhile, retried with backoff",
+    "notifications_mailed": "Notifications mailed (must equal queued)",
+    "notifications_mailed_twice": "Notifications mailed twice (must be 0)",
     "lost_updates": "Lost or wrong updates (must be 0)",
 }
 
