@@ -66,7 +66,33 @@ class Demo:
         return self.http.get(self.base + "/auth/me", timeout=30).json()
 
     def kinds(self):
-        return [n["kind"] for n in self.http.get(self.base + "/notifications", timeout=30).json()["data"]]
+        return [n["kind"] for n in self.notifications()]
+
+    def dunning(self, subscription_id):
+        """A failed renewal, past due, then recovery with a good card on Stripe's hosted invoice page."""
+        self.step("The card on file is replaced by one that cannot be charged (4000 0000 0000 0341)")
+        self.stripe.v1.subscriptions.update(subscription_id,
+                                            params={"default_payment_method": "pm_card_chargeCustomerFail"})
+        self.step("A month passes at the provider: the renewal fails and the subscription is past due")
+        period_end = self.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].current_period_end
+        now = requests.get(f"{self.emulator}/_emulator/clock", timeout=30).json()["now"]
+        requests.post(f"{self.emulator}/_emulator/clock/advance", json={"seconds": period_end - now + 60}, timeout=30)
+        self.until("payment_failed and past_due notifications",
+                   lambda: {"payment_failed", "past_due"} <= set(self.kinds()))
+        self.call("GET", "/subscription", 200)
+        failed = next(n for n in self.notifications() if n["kind"] == "payment_failed")
+        data = failed["data"]
+        print(f"    next retry at {data['next_payment_attempt']}; pay at {data['hosted_invoice_url']}")
+        self.step("The user pays the open invoice with a good card on the hosted invoice page (card 4242)")
+        paid = requests.post(failed["data"]["hosted_invoice_url"] + "/pay", data={"payment_method": "pm_card_visa"},
+                             timeout=30)
+        print(f"    hosted invoice page -> {paid.status_code}")
+        self.until("payment_recovered and the plan is basic again",
+                   lambda: "payment_recovered" in self.kinds() and self.me()["plan"] == "basic")
+        self.call("GET", "/subscription", 200)
+
+    def notifications(self):
+        return self.http.get(self.base + "/notifications", timeout=30).json()["data"]
 
     def run(self):
         email = f"demo-{secrets.token_hex(4)}@example.com"
@@ -88,6 +114,7 @@ class Demo:
         self.until("plan is basic and the card is on the profile", lambda: self.me()["plan"] == "basic"
                    and self.me()["card"] is not None)
         self.call("GET", "/auth/me", 200)
+        self.dunning(subscription_id)
         self.step("Cancel at period end in the billing portal")
         portal = self.call("POST", "/subscription/portal", 200, json={})
         form = requests.post(f"{portal['url']}/subscriptions/{subscription_id}/cancel_at_period_end", timeout=30)

@@ -4,7 +4,7 @@ family_id ties a refreshed token to the token its chain started from; rotated_to
 refresh rotated out, so that a replay of it revokes the family (reuse detection, issue 12).
 
 Revision ID: 0005
-Revises: 0006
+Revises: 0008
 Create Date: 2026-11-22 10:00:00
 
 """
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0005'
-down_revision = '0006'
+down_revision = '0008'
 branch_labels = None
 depends_on = None
 
