@@ -54,7 +54,11 @@ def configure(app, config):
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         API_SPEC_OPTIONS={
-            "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+            "components": {"securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer"},
+                # METRICS_TOKEN, an operator's setting: no user's token opens /metrics.
+                "metricsToken": {"type": "http", "scheme": "bearer"},
+            }},
         },
     )
     app.config.from_mapping(app_config.from_environ())
@@ -74,7 +78,7 @@ def engine_options(config):
         # request uses it.
         return {"pool_pre_ping": True}
     # An embedded file has no server to drop a connection, so no pre-ping (it costs a statement
-    # per checkout). state.lock_user holds SQLite's one write lock across provider calls, so a
+    # per checkout). lock_user holds SQLite's one write lock across provider calls, so a
     # writer queued behind it waits out a whole call, every attempt and back-off, before the
     # lock wait gives up as a 503. pysqlite's ``timeout`` is SQLite's busy timeout, in seconds.
     retries, timeout = config["PROVIDER_MAX_NETWORK_RETRIES"], config["PROVIDER_TIMEOUT"]
