@@ -54,7 +54,11 @@ def configure(app, config):
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         API_SPEC_OPTIONS={
-            "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+            "components": {"securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer"},
+                # METRICS_TOKEN, an operator's setting: no user's token opens /metrics.
+                "metricsToken": {"type": "http", "scheme": "bearer"},
+            }},
         },
     )
     app.config.from_mapping(app_config.from_environ())
@@ -72,7 +76,7 @@ def engine_options(config):
     if not config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         return server_engine_options()
     # An embedded file has no server to drop a connection, so no pre-ping (it costs a statement
-    # per checkout) and no recycling. state.lock_user holds SQLite's one write lock across provider calls, so a
+    # per checkout) and no recycling. lock_user holds SQLite's one write lock across provider calls, so a
     # writer queued behind it waits out a whole call, every attempt and back-off, before the
     # lock wait gives up as a 503. pysqlite's ``timeout`` is SQLite's busy timeout, in seconds.
     retries, timeout = config["PROVIDER_MAX_NETWORK_RETRIES"], config["PROVIDER_TIMEOUT"]

@@ -52,6 +52,31 @@ class Unauthenticated(AppError):
         return cls(f"The bearer token is invalid: {reason}.", headers={"WWW-Authenticate": challenge})
 
 
+class TokenReused(Unauthenticated):
+    """A token already rotated out by refresh came back after the grace window: its family was revoked.
+
+    A distinct class because the revocation must be committed although the request fails.
+    """
+
+    @classmethod
+    def detected(cls):
+        challenge = 'Bearer realm="api", error="invalid_token", error_description="token reuse detected"'
+        return cls("The bearer token was already rotated out by a refresh; every token of its refresh chain "
+                   "is now revoked. Log in again.", headers={"WWW-Authenticate": challenge})
+
+
+class InsufficientScope(AppError):
+    """403 with an RFC 6750 ``insufficient_scope`` challenge (section 3.1): the token lacks an ability."""
+
+    status = 403
+    code = "insufficient_scope"
+
+    @classmethod
+    def for_ability(cls, ability):
+        return cls(f"The bearer token lacks the ability {ability!r}.", details={"ability": ability},
+                   headers={"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{ability}"'})
+
+
 class NotFound(AppError):
     status = 404
     code = "not_found"
@@ -72,6 +97,15 @@ class AlreadySubscribed(Conflict):
     def payment_failed(cls, status):
         return cls(f"The user's subscription is {status}: update the payment method in the billing portal "
                    "instead of starting another subscription.", details={"status": status})
+
+
+class TooManyTokens(Conflict):
+    code = "too_many_tokens"
+
+    @classmethod
+    def over_limit(cls, limit):
+        return cls(f"A user may hold at most {limit} live tokens (AUTH_MAX_TOKENS_PER_USER); revoke one first.",
+                   details={"limit": limit})
 
 
 class EmailTaken(Conflict):
@@ -234,8 +268,8 @@ def handle_app_error(error):
 
 
 def _validation_details(messages):
-    # webargs nests messages by location ({"json": {...}}); clients only ever send JSON bodies.
-    if isinstance(messages, dict) and set(messages) <= {"json", "query", "headers", "form", "view_args"}:
+    # webargs nests messages by location ({"json": {...}}); the field names are unique across them.
+    if isinstance(messages, dict) and set(messages) <= {"json", "query", "headers", "form", "view_args", "path"}:
         merged = {}
         for part in messages.values():
             merged.update(part if isinstance(part, dict) else {"_schema": part})

@@ -27,6 +27,8 @@ ROWS = {
     "login_timing_median_diff_us": "Login: unknown email vs wrong password, median difference (µs)",
     "brute_force_guesses_before_429": "Login guesses answered before 429 (4 workers, `memory://`: counted per worker)",
     "brute_force_guesses_before_429_shared": "Login guesses answered before 429 (4 workers sharing Redis; limit 10)",
+    "refresh_races": "Rounds of 10 concurrent refreshes of one token (4 workers)",
+    "refresh_race_winners_max": "Most refreshes answered 200 in one round (must be 1)",
     "notifications_queued": "Notifications queued for email during an SMTP outage (2 workers)",
     "smtp_outage_ms": "SMTP server down (ms)",
     "notification_failed_attempts": "Delivery attempts failed meanwhile, retried with backoff",

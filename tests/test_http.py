@@ -61,6 +61,8 @@ def test_answers_carrying_a_secret_are_no_store(client, auth_headers, prices):
     headers = bearer(answers["refresh"].json)
     answers["intent"] = client.post("/subscription/intent", json={"price": prices["basic"]}, headers=headers)
     answers["portal"] = client.post("/subscription/portal", headers=headers)
+    answers["personal token"] = client.post("/auth/tokens", json={"name": "ci", "abilities": ["profile:read"]},
+                                            headers=headers)
     for name, response in answers.items():
         assert response.status_code in (200, 201), (name, response.json)
         assert response.headers["Cache-Control"] == "no-store", name

@@ -17,10 +17,10 @@ ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
 # a schema-valid webhook body carries no valid Stripe signature (400); marshmallow checks an email
 # address more strictly than OpenAPI's format "email" (a one-letter top-level domain is a 422); the
 # prices offered are configuration (PROVIDER_PLANS), so another one is 422 unknown_price; and
-# OpenAPI 3.0 cannot forbid unknown query parameters, which /notifications ignores.
+# OpenAPI 3.0 cannot forbid unknown query parameters, which the paged lists ignore.
 NOT_EXPRESSIBLE = {
     "positive_data_acceptance": {"/provider/webhook", "/auth/register", "/auth/login", "/subscription/intent"},
-    "negative_data_rejection": {"/notifications"},
+    "negative_data_rejection": {"/notifications", "/auth/tokens"},
 }
 
 

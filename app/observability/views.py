@@ -21,7 +21,7 @@ def _check_token(expected):
 
 @blp.route("/metrics", methods=["GET"])
 @blp.doc(
-    security=[{"bearerAuth": []}],
+    security=[{"metricsToken": []}],
     responses={"200": {"description": "Prometheus text exposition format",
                        "content": {"text/plain": {"schema": {"type": "string"}}}}},
 )

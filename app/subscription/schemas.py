@@ -3,17 +3,7 @@ from marshmallow import Schema, fields, validate
 
 from app.fields import STORABLE_DESCRIPTION, Text, Timestamp, Url
 from app.listeners.kinds import NOTIFICATION_KINDS
-
-
-class SubscriptionSchema(Schema):
-    id = fields.String(required=True, metadata={"description": "Provider subscription id"})
-    status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
-    price = fields.String(allow_none=True, required=True)
-    plan = fields.String(allow_none=True, required=True)
-    cancel_at_period_end = fields.Boolean(required=True)
-    current_period_end = Timestamp(allow_none=True, required=True)
-    ends_at = Timestamp(allow_none=True, required=True)
-    on_grace_period = fields.Boolean(required=True)
+from app.presentation import SubscriptionSchema
 
 
 class SubscriptionStateSchema(Schema):
@@ -54,13 +44,6 @@ class NotificationSchema(Schema):
                        + " ".join(f"`{kind}`: {text}" for kind, text in NOTIFICATION_KINDS.items())})
     created_at = Timestamp(required=True)
     data = fields.Dict(required=True)
-
-
-class NotificationQuerySchema(Schema):
-    limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=100))
-    starting_after = fields.Integer(load_default=None, allow_none=True,
-                                    validate=validate.Range(min=1, max=2**63 - 1),
-                                    metadata={"description": "Id of the last notification of the previous page"})
 
 
 class NotificationPageSchema(Schema):
