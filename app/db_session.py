@@ -19,17 +19,18 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _autocommit = WeakKeyDictionary()
 
 
-def for_request(engine):
-    """Return the engine the current request's statements run on: ``engine``, or its autocommit copy.
-
-    The copy (same pool) is for a safe method's request on a server database. The session binds
-    through it, and so does a statement run on a connection of its own (the bearer lookup).
-    """
-    if engine.dialect.name == "sqlite" or not (has_request_context() and request.method in SAFE_METHODS):
+def autocommit(engine):
+    """Return the autocommit copy of a server database's ``engine`` (same pool); SQLite's ``engine`` itself."""
+    if engine.dialect.name == "sqlite":
         return engine
     if engine not in _autocommit:
         _autocommit[engine] = engine.execution_options(isolation_level="AUTOCOMMIT")
     return _autocommit[engine]
+
+
+def for_request(engine):
+    """Return the engine the current request's session runs on: the autocommit copy for a safe method."""
+    return autocommit(engine) if has_request_context() and request.method in SAFE_METHODS else engine
 
 
 class Session(FlaskSession):

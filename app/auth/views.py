@@ -1,6 +1,5 @@
 """Auth endpoints (SPEC 4, CONTRACT "Endpoints"). Views parse, call one service function, commit, answer."""
 from flask import current_app, g, request
-from flask_limiter.util import get_remote_address
 
 from app import jsonbody, presentation
 from app.api import Blueprint
@@ -30,7 +29,7 @@ def _token_body(token, plain_text):
 
 def _login_rate_key():
     # Per email and client address, so one attacker cannot lock a victim out from elsewhere.
-    return f"{get_remote_address()}|{str(jsonbody.email_of(request) or '').strip().lower()}"
+    return f"{request.remote_addr or ''}|{str(jsonbody.email_of(request) or '').strip().lower()}"
 
 
 @blp.route("/register", methods=["POST"])

@@ -3,7 +3,6 @@ import logging
 import time
 
 from flask import g, request
-from sqlalchemy import inspect
 
 from app.observability import metrics
 from app.observability.logs import annotate, register_logging
@@ -19,10 +18,9 @@ def _start():
 
 
 def _user_id():
-    # The identity of the loaded user, read without a query (the session may have been rolled back).
+    # The bearer path's user is a read-only snapshot (app.models.snapshots): its id costs no query.
     user = g.get("current_user")
-    identity = inspect(user).identity if user is not None else None
-    return identity[0] if identity else None
+    return user.id if user is not None else None
 
 
 def _webhook_outcome(status):

@@ -3,7 +3,7 @@ from flask import g
 
 from app import presentation
 from app.api import Blueprint
-from app.auth.bearer import ability_required, auth_required
+from app.auth.bearer import ability_required, auth_required, current_user_for_update
 from app.errors import AlreadySubscribed
 from app.extensions import db
 from app.http import NO_STORE, no_store
@@ -48,10 +48,11 @@ def intent(body):
     ``unknown_price``; 502 ``provider_rejected``; 503 ``provider_unavailable``. See
     ``service.create_intent`` (SPEC 4 rule 4).
     """
-    service.ensure_customer(g.current_user)
+    user = current_user_for_update()
+    service.ensure_customer(user)
     db.session.commit()
     try:
-        subscription, client_secret, created = service.create_intent(g.current_user, body["price"])
+        subscription, client_secret, created = service.create_intent(user, body["price"])
     except AlreadySubscribed:
         db.session.commit()  # keep what the sync found: the payment that cleared is the news
         raise
@@ -73,7 +74,7 @@ def portal(body):
 
     502 ``provider_rejected`` when Stripe refuses the session; 503 ``provider_unavailable``.
     """
-    url = service.portal_url(g.current_user, body["return_url"])
+    url = service.portal_url(current_user_for_update(), body["return_url"])
     db.session.commit()
     return {"url": url}
 

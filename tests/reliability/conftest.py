@@ -63,7 +63,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture
 def shared_limits():
-    """A Redis database of the local server for Flask-Limiter, emptied first (production's set-up)."""
+    """A Redis database of the local server for the login rate limit, emptied first (production's set-up)."""
     url = "redis://127.0.0.1:6379/15"
     redis.Redis.from_url(url).flushdb()
     return url
