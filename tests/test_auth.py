@@ -4,10 +4,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from app.extensions import db
-from app.models import AccessToken, User
+from app.models import AccessToken, Subscription, User
 from tests.conftest import PASSWORD, bearer, login, register
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -100,6 +100,33 @@ def test_a_valid_id_with_a_wrong_secret_is_rejected(client, auth_headers):
 
 def test_me_returns_the_current_user(client, user, auth_headers):
     assert client.get("/auth/me", headers=auth_headers).json == user
+
+
+def add_subscription(app, user_id, provider_id, status, created):
+    with app.app_context():
+        db.session.add(Subscription(
+            user_id=user_id, provider_id=provider_id, provider_status=status,
+            provider_price="price_000000000000000000000000", quantity=1, provider_created_at=created,
+            provider_updated_at=created))
+        db.session.commit()
+
+
+def test_an_authenticated_read_is_one_statement_with_the_plan_from_every_subscription(app, client, user, auth_headers):
+    """The bearer path reads token, user and subscriptions in one statement (issue 13), on any number of them."""
+    add_subscription(app, user["id"], "sub_old", "canceled", datetime(2025, 1, 1, tzinfo=UTC))
+    add_subscription(app, user["id"], "sub_new", "active", datetime(2026, 1, 1, tzinfo=UTC))
+    assert client.get("/auth/me", headers=auth_headers).status_code == 200  # writes last_used_at once
+    statements = []
+    with app.app_context():
+        engine = db.engine
+    record = lambda conn, cursor, statement, *args: statements.append(statement)  # noqa: E731
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        me = client.get("/auth/me", headers=auth_headers).json
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert len(statements) == 1 and "personal_access_tokens" in statements[0]
+    assert me["plan"] == "pro" and me["subscription"]["id"] == "sub_new"
 
 
 def test_logout_deletes_only_the_current_token(app, client, user):
