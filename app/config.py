@@ -52,6 +52,13 @@ def _plans(name, raw):
     return plans
 
 
+def _choice(name, raw, choices):
+    value = str(raw or "").strip().lower()
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return value
+
+
 def from_environ(environ=None):
     """Return the settings found in ``environ`` (default ``os.environ``) as a dict of raw values.
 
@@ -84,7 +91,12 @@ DEFAULTS = {
     "RATELIMIT_STORAGE_URI": "memory://",
     "PROXY_FIX_X_FOR": "0",
     "LOG_LEVEL": "INFO",
+    "PROVIDER_LIVEMODE": "any",
+    "RECONCILE_STALE_DAYS": "7",
+    "FAILED_EVENT_RETENTION_DAYS": "30",
 }
+
+LIVEMODES = ("live", "test", "any")
 
 
 def validate(config):
@@ -101,10 +113,13 @@ def validate(config):
         "PASSWORD_HASH_MEMORY_COST",
         "MAX_CONTENT_LENGTH",
         "PROXY_FIX_X_FOR",
+        "RECONCILE_STALE_DAYS",
+        "FAILED_EVENT_RETENTION_DAYS",
     ):
         value = _int_or_none(name, config[name])
         if value is None:
             raise ConfigError(f"{name} must be set to a whole number")
         config[name] = value
+    config["PROVIDER_LIVEMODE"] = _choice("PROVIDER_LIVEMODE", config["PROVIDER_LIVEMODE"], LIVEMODES)
     if not str(config.get("FREE_PLAN") or "").strip():
         raise ConfigError("FREE_PLAN must name the plan of a user with no valid subscription")

@@ -2,6 +2,6 @@
 from app.models.subscription import Subscription, SubscriptionItem
 from app.models.token import AccessToken
 from app.models.user import User
-from app.models.webhook import Notification, WebhookEvent
+from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
-__all__ = ["AccessToken", "Notification", "Subscription", "SubscriptionItem", "User", "WebhookEvent"]
+__all__ = ["AccessToken", "FailedWebhookEvent", "Notification", "Subscription", "SubscriptionItem", "User", "WebhookEvent"]

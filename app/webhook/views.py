@@ -4,7 +4,7 @@ from flask_smorest import Blueprint
 from marshmallow import Schema, fields
 
 from app.extensions import db
-from app.webhook import service
+from app.webhook import failures, service
 
 blp = Blueprint("webhook", __name__, description="Signed provider events")
 
@@ -29,10 +29,14 @@ class ReceivedSchema(Schema):
 def receive():
     """Verify, record and apply one provider event in one transaction.
 
-    200 ``{"received": true}`` also for duplicates, unknown customers and ignored types; 400
-    ``invalid_signature`` / ``invalid_payload`` with nothing stored; 5xx when processing failed, so
-    the provider retries (for up to three days, SPEC 6 rule 8).
+    200 ``{"received": true}`` also for duplicates, unknown customers, ignored types and events of
+    the other mode (``PROVIDER_LIVEMODE``); 400 ``invalid_signature`` / ``invalid_payload`` with
+    nothing stored; 5xx when processing failed, so the provider retries (for up to three days,
+    SPEC 6 rule 8), and the failure is kept in the failed-event ledger.
     """
-    service.handle_delivery(request.get_data(cache=False), request.headers.get("Stripe-Signature"))
-    db.session.commit()
+    payload = request.get_data(cache=False)
+    event = service.read_delivery(payload, request.headers.get("Stripe-Signature"))
+    with failures.recorded(event, payload.decode()):
+        service.process_event(event)
+        db.session.commit()
     return {"received": True}
