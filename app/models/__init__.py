@@ -4,4 +4,5 @@ from app.models.token import AccessToken
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
-__all__ = ["AccessToken", "FailedWebhookEvent", "Notification", "Subscription", "SubscriptionItem", "User", "WebhookEvent"]
+__all__ = ["AccessToken", "FailedWebhookEvent", "Notification", "Subscription", "SubscriptionItem", "User",
+           "WebhookEvent"]

@@ -25,8 +25,8 @@ def as_json(record):
 
 
 def _table(rows):
-    widths = [max(len(str(cell)) for cell in column) for column in zip(_COLUMNS, *rows)]
-    return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
+    widths = [max(len(str(cell)) for cell in column) for column in zip(_COLUMNS, *rows, strict=True)]
+    return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
                      for row in (_COLUMNS, *rows))
 
 
