@@ -11,6 +11,7 @@ from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
 from app.extensions import db
 from app.models import User
+from app.notifications.commands import deliver_notifications_command
 from app.webhook.commands import COMMANDS as WEBHOOK_COMMANDS
 
 
@@ -103,5 +104,5 @@ def check_webhook_command(url):
 
 def register_commands(app):
     for command in (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command,
-                    *BILLING_COMMANDS, *WEBHOOK_COMMANDS):
+                    deliver_notifications_command, *BILLING_COMMANDS, *WEBHOOK_COMMANDS):
         app.cli.add_command(command)

@@ -26,6 +26,11 @@ ROWS = {
     "login_timing_median_diff_us": "Login: unknown email vs wrong password, median difference (µs)",
     "brute_force_guesses_before_429": "Login guesses answered before 429 (4 workers, `memory://`: counted per worker)",
     "brute_force_guesses_before_429_shared": "Login guesses answered before 429 (4 workers sharing Redis; limit 10)",
+    "notifications_queued": "Notifications queued for email during an SMTP outage (2 workers)",
+    "smtp_outage_ms": "SMTP server down (ms)",
+    "notification_failed_attempts": "Delivery attempts failed meanwhile, retried with backoff",
+    "notifications_mailed": "Notifications mailed (must equal queued)",
+    "notifications_mailed_twice": "Notifications mailed twice (must be 0)",
     "lost_updates": "Lost or wrong updates (must be 0)",
 }
 

@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import String
+from sqlalchemy import SmallInteger, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -13,7 +13,8 @@ class User(db.Model):
 
     ``provider_id`` is the Stripe customer id (SPEC's ``users.provider_id``); ``plan`` is the plan
     last committed by ``CommitPlan`` (``None`` means the free plan); ``pm_type``/``pm_last_four``
-    mirror the customer's default payment method at the provider.
+    mirror the customer's default payment method at the provider, and ``pm_exp_month``/``pm_exp_year``
+    its card's expiry (Stripe's names; ``None`` for a method that is not a card).
     """
 
     __tablename__ = "users"
@@ -27,6 +28,8 @@ class User(db.Model):
     plan: Mapped[str | None] = mapped_column(String(64))
     pm_type: Mapped[str | None] = mapped_column(String(32))
     pm_last_four: Mapped[str | None] = mapped_column(String(4))
+    pm_exp_month: Mapped[int | None] = mapped_column(SmallInteger)
+    pm_exp_year: Mapped[int | None] = mapped_column(SmallInteger)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -2,6 +2,7 @@
 from marshmallow import Schema, fields, validate
 
 from app.fields import Text, Timestamp, Url
+from app.listeners.kinds import NOTIFICATION_KINDS
 
 
 class SubscriptionSchema(Schema):
@@ -42,7 +43,10 @@ class PortalSchema(Schema):
 
 class NotificationSchema(Schema):
     id = fields.Integer(required=True)
-    kind = fields.String(required=True, metadata={"description": "subscribed, cancellation_scheduled, ..."})
+    kind = fields.String(required=True, metadata={
+        "enum": list(NOTIFICATION_KINDS),
+        "description": "What happened, decided from a provider event; `data` depends on it. "
+                       + " ".join(f"`{kind}`: {text}" for kind, text in NOTIFICATION_KINDS.items())})
     created_at = Timestamp(required=True)
     data = fields.Dict(required=True)
 

@@ -4,12 +4,10 @@ from sqlalchemy import select
 
 from app.billing import objects, plans, state
 from app.billing.provider import get_provider
+from app.billing.statuses import DUNNING_STATUSES
 from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription
-
-# A subscription in dunning is still the user's: a second one would bill them twice.
-PAYMENT_FAILED_STATUSES = frozenset({"past_due", "unpaid"})
 
 
 def ensure_customer(user):
@@ -51,7 +49,7 @@ def create_intent(user, price):
         provider.sync(user)
     if plans.entitled_subscription(user) is not None:
         raise AlreadySubscribed()
-    failing = next((s for s in user.subscriptions if s.provider_status in PAYMENT_FAILED_STATUSES), None)
+    failing = next((s for s in user.subscriptions if s.provider_status in DUNNING_STATUSES), None)
     if failing is not None:
         raise AlreadySubscribed.payment_failed(failing.provider_status)
     pending = _open_subscription(user)

@@ -14,7 +14,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.billing import objects, state
-from app.billing.events import SUBSCRIPTION_EVENTS
+from app.billing.events import EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
 from app.billing.provider import get_provider
 from app.errors import InvalidPayload, ProviderRejected
 from app.extensions import db
@@ -32,19 +32,9 @@ _SUBSCRIPTION_OBJECT = SubscriptionObjectSchema()
 # PROVIDER_LIVEMODE -> the ``livemode`` an event must carry to be processed.
 _LIVEMODE = {"live": True, "test": False}
 
-# The object each event type the service acts on must carry; a mismatch is a broken payload.
-# Other types go unchecked: they are acknowledged and ignored, whatever they carry (an endpoint
-# with every event enabled gets customer.discount.*, customer.source.*, ... too).
-EXPECTED_OBJECT = {
-    **{event_type: "subscription" for event_type in SUBSCRIPTION_EVENTS},
-    "invoice.paid": "invoice",
-    "invoice.payment_succeeded": "invoice",
-    "customer.updated": "customer",
-}
-
 
 def write_subscription(provider, user, event):
-    """Write the subscription row from a ``customer.subscription.*`` event, never rolling it back.
+    """Write the subscription row from an event carrying a subscription, never rolling it back.
 
     An event older than the newest applied is skipped. Two events of the same second cannot be
     ordered by ``created``, so on a tie the live subscription is read and written instead; when the
@@ -65,8 +55,9 @@ def write_subscription(provider, user, event):
     state.apply_subscription(user, obj, as_of)
 
 
-# Event type -> row writer (STYLE rule 8); every other type writes no row.
-WRITERS = {event_type: write_subscription for event_type in SUBSCRIPTION_EVENTS}
+# Event type -> row writer (STYLE rule 8), from the table in ``app.billing.events``; every other
+# type writes no row.
+WRITERS = {event_type: write_subscription for event_type in SUBSCRIPTION_WRITING_TYPES}
 
 
 def check_event(event):
@@ -75,6 +66,8 @@ def check_event(event):
     if errors:
         raise InvalidPayload(details=errors)
     obj = event["data"]["object"]
+    # Types the service does not handle go unchecked: they are acknowledged and ignored, whatever
+    # they carry (an endpoint with every event enabled gets customer.discount.*, ... too).
     expected = EXPECTED_OBJECT.get(event["type"])
     if expected and obj.get("object", expected) != expected:
         raise InvalidPayload(f"A {event['type']} event must carry a {expected}, not a {obj.get('object')}.")
