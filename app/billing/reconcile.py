@@ -9,16 +9,15 @@ from datetime import timedelta
 
 from sqlalchemy import and_, func, or_, select
 
-from app.billing import objects
 from app.billing.provider import SubscriptionProvider
+from app.billing.statuses import DUNNING_STATUSES, TERMINAL_STATUSES, VALID_STATUSES
 from app.extensions import db
 from app.models import Subscription, User
-from app.models.subscription import VALID_STATUSES
 from app.timeutil import utcnow
 
 BATCH_SIZE = 100
 # Statuses that wait on the customer or on dunning: the next event changes them, and may be lost.
-UNSETTLED_STATUSES = ("incomplete", "past_due", "unpaid")
+UNSETTLED_STATUSES = frozenset({"incomplete"}) | DUNNING_STATUSES
 
 
 @dataclass
@@ -61,7 +60,7 @@ def _may_have_drifted(now, stale_days):
         and_(Subscription.provider_status.in_(VALID_STATUSES), Subscription.ends_at <= now),
         # Nothing confirmed it for a while (events and syncs both move provider_updated_at); ended
         # subscriptions never change again at the provider, so they are not worth a call.
-        and_(Subscription.provider_status.not_in(objects.TERMINAL_STATUSES),
+        and_(Subscription.provider_status.not_in(TERMINAL_STATUSES),
              Subscription.provider_updated_at < now - timedelta(days=stale_days)),
     )
 
