@@ -82,6 +82,8 @@ DEFAULTS = {
     "AUTH_REMEMBER_ME": "",
     "AUTH_TOKEN_PREFIX": "",
     "AUTH_LOGIN_RATE_LIMIT": "10 per minute",
+    "AUTH_MAX_TOKENS_PER_USER": "100",
+    "AUTH_REFRESH_GRACE_SECONDS": "10",
     "PASSWORD_HASH_TIME_COST": "3",
     "PASSWORD_HASH_MEMORY_COST": "65536",
     "PROVIDER_API_KEY": "",
@@ -98,6 +100,9 @@ DEFAULTS = {
     "PROVIDER_LIVEMODE": "any",
     "RECONCILE_STALE_DAYS": "7",
     "FAILED_EVENT_RETENTION_DAYS": "30",
+    "LOG_FORMAT": "text",
+    "METRICS_ENABLED": "",
+    "METRICS_TOKEN": "",
     "MAIL_SERVER": "",
     "MAIL_PORT": "25",
     "MAIL_USE_TLS": "",
@@ -130,6 +135,8 @@ def validate(config):
         "PROXY_FIX_X_FOR",
         "RECONCILE_STALE_DAYS",
         "FAILED_EVENT_RETENTION_DAYS",
+        "AUTH_MAX_TOKENS_PER_USER",
+        "AUTH_REFRESH_GRACE_SECONDS",
         "MAIL_PORT",
         "NOTIFY_MAX_ATTEMPTS",
         "NOTIFY_RETRY_DELAY",
@@ -139,6 +146,12 @@ def validate(config):
             raise ConfigError(f"{name} must be set to a whole number")
         config[name] = value
     config["PROVIDER_LIVEMODE"] = _choice("PROVIDER_LIVEMODE", config["PROVIDER_LIVEMODE"], LIVEMODES)
+    config["METRICS_ENABLED"] = _flag(config["METRICS_ENABLED"])
+    config["LOG_FORMAT"] = str(config["LOG_FORMAT"]).strip().lower()
+    if config["LOG_FORMAT"] not in ("text", "json"):
+        raise ConfigError(f"LOG_FORMAT must be text or json, got {config['LOG_FORMAT']!r}")
+    if config["AUTH_MAX_TOKENS_PER_USER"] < 1:
+        raise ConfigError("AUTH_MAX_TOKENS_PER_USER must be at least 1: a user needs a token to log in")
     if not str(config.get("FREE_PLAN") or "").strip():
         raise ConfigError("FREE_PLAN must name the plan of a user with no valid subscription")
     _notification_channels(config)

@@ -159,6 +159,16 @@ def post_json(port, path, payload):
     return status, json.loads(body or b"null")
 
 
+def create_scoped_token(port, token):
+    """Create a personal access token with only ``profile:read``, what ``/auth/me`` needs; return its plain text."""
+    status, body = request(port, "POST", "/auth/tokens",
+                           json.dumps({"name": "bench", "abilities": ["profile:read"]}).encode(),
+                           {"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    if status != 201:
+        raise RuntimeError(f"creating a scoped token failed: {status} {body!r}")
+    return json.loads(body)["access_token"]
+
+
 # --- databases ------------------------------------------------------------------------------------
 
 
@@ -571,6 +581,7 @@ def bench_database(kind, args, wrk, emulator_url, workdir):
             run_wrk(wrk, port, path, 2, workdir, token)
         out["bare"] = run_wrk(wrk, port, "/_bench/bare", args.duration, workdir, token)
         out["me"] = run_wrk(wrk, port, "/auth/me", args.duration, workdir, token)
+        out["me_scoped"] = run_wrk(wrk, port, "/auth/me", args.duration, workdir, create_scoped_token(port, token))
 
         seed_other_tokens(db, user_id, args.other_tokens)
         out["me_many_tokens"] = run_wrk(wrk, port, "/auth/me", args.duration, workdir, token)
@@ -632,6 +643,13 @@ def table_rows(kind, r, args):
     rows.append([kind, f"`GET /auth/me`, valid token, {CONNECTIONS} conn", f"{_f(me['rps'], 0)} req/s",
                  _f(me["p50_ms"]), _f(me["p99_ms"]), str(me["errors"]), f"{share:.0%} of bare",
                  f">= {ME_MIN_SHARE_OF_BARE:.0%} of bare, p99 < {ME_MAX_P99_MS:g} ms, 0 errors", verdict(me_ok)])
+    scoped = r["me_scoped"]
+    scoped_cost = 1 - scoped["rps"] / me["rps"] if me["rps"] else 1.0
+    scoped_ok = scoped_cost < TOKENS_MAX_COST and scoped["errors"] == 0
+    rows.append([kind, "`GET /auth/me`, personal token scoped to `profile:read`", f"{_f(scoped['rps'], 0)} req/s",
+                 _f(scoped["p50_ms"]), _f(scoped["p99_ms"]), str(scoped["errors"]),
+                 f"cost {scoped_cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors",
+                 verdict(scoped_ok)])
     cost = 1 - many["rps"] / me["rps"] if me["rps"] else 1.0
     many_ok = cost < TOKENS_MAX_COST and many["errors"] == 0
     rows.append([kind, f"`GET /auth/me`, user owns {many['other_tokens']:,} other tokens",

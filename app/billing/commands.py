@@ -1,5 +1,6 @@
 """CLI commands of the billing part: scheduled reconciliation (CONTRACT "Additions", issue 11)."""
 import sys
+import time
 
 import click
 from flask import current_app
@@ -7,6 +8,7 @@ from flask.cli import with_appcontext
 
 from app.billing import reconcile
 from app.billing.provider import get_provider
+from app.observability import metrics
 
 
 @click.command("reconcile")
@@ -24,6 +26,8 @@ def reconcile_command(dry_run):
         click.echo(f"{email}: FAILED ({exc.__class__.__name__}: {exc})")
     click.echo(f"checked {result.checked}, drifted {result.drifted}, fixed {result.fixed}, failed {result.failed}"
                + (" (dry run: nothing written)" if dry_run else ""))
+    if not dry_run:
+        metrics.reconcile_finished(result.checked, result.drifted, result.fixed, result.failed, time.time())
     if result.failed:
         raise click.ClickException(f"{result.failed} user(s) could not be synced")
     return result

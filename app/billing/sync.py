@@ -3,6 +3,7 @@ from dataclasses import dataclass
 
 from app.billing import objects, payment_methods, plans, state
 from app.extensions import db
+from app.models.user import lock_user
 
 
 @dataclass
@@ -45,7 +46,7 @@ def sync_user(provider, user):
     Local subscriptions the provider no longer has are deleted; then the same plan and payment
     method logic as the listeners runs. The caller commits. Raises ``ProviderUnavailable``.
     """
-    state.lock_user(user)
+    lock_user(user)
     before = describe(user)
     if user.provider_id:
         live = provider.list_subscriptions(user.provider_id)

@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import SmallInteger, String
+from sqlalchemy import SmallInteger, String, update
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -38,3 +38,15 @@ class User(db.Model):
 
     def __repr__(self):
         return f"<User {self.id} {self.email}>"
+
+
+def lock_user(user):
+    """Serialise work per user (billing, token creation) until the transaction ends.
+
+    An UPDATE rather than ``SELECT ... FOR UPDATE`` because it locks on PostgreSQL and SQLite alike
+    (on SQLite it takes the write lock at once, so a later write cannot fail on a stale snapshot).
+    """
+    db.session.execute(
+        update(User).where(User.id == user.id).values(updated_at=utcnow()).execution_options(
+            synchronize_session=False)
+    )

@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.extensions import db
 from app.models import Notification, NotificationDelivery, User
 from app.models.delivery import DEAD, DELIVERED, PENDING
+from app.observability import metrics
 from app.timeutil import utcnow
 
 logger = logging.getLogger(__name__)
@@ -82,10 +83,12 @@ def record(delivery, error, now, max_attempts, first_delay):
     delivery.attempts += 1
     if error is None:
         delivery.status, delivery.delivered_at, delivery.last_error = DELIVERED, now, None
+        metrics.notification_sent(delivery.channel)
         return "delivered"
     delivery.last_error = f"{error.__class__.__name__}: {error}"[:_ERROR_LENGTH]
     if delivery.attempts >= max_attempts:
         delivery.status = DEAD
+        metrics.notification_dead(delivery.channel)
         logger.error("notification delivery %s (%s) is dead after %s attempts: %s", delivery.id, delivery.channel,
                      delivery.attempts, delivery.last_error)
         return "dead"

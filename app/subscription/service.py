@@ -8,6 +8,8 @@ from app.billing.statuses import DUNNING_STATUSES
 from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription
+from app.models.user import lock_user
+from app.pagination import newest_first
 
 
 def ensure_customer(user):
@@ -43,7 +45,7 @@ def create_intent(user, price):
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
     provider = get_provider()
-    state.lock_user(user)
+    lock_user(user)
     db.session.expire(user)
     if _open_subscription(user) is not None:
         provider.sync(user)
@@ -72,8 +74,5 @@ def portal_url(user, return_url=None):
 
 def list_notifications(user, limit=20, starting_after=None):
     """Return ``(notifications, has_more)``: the user's notifications newest first, ``limit`` per page."""
-    query = select(Notification).where(Notification.user_id == user.id)
-    if starting_after is not None:
-        query = query.where(Notification.id < starting_after)
-    rows = db.session.scalars(query.order_by(Notification.id.desc()).limit(limit + 1)).all()
-    return rows[:limit], len(rows) > limit
+    return newest_first(select(Notification).where(Notification.user_id == user.id), Notification.id,
+                        limit, starting_after)

@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import FailedWebhookEvent
+from app.observability import metrics
 from app.timeutil import isoformat_z
 from app.webhook import failures, service
 
@@ -68,7 +69,8 @@ def webhook_replay_command(event_ids, every_open):
     if bool(event_ids) == every_open:
         raise click.UsageError("name EVENT_IDs or pass --failed, not both")
     if every_open:
-        event_ids = [record.id for record in failures.failed_events()]
+        # In the order they first failed, the nearest to the order the provider sent them in.
+        event_ids = [r.id for r in sorted(failures.failed_events(), key=lambda r: (r.first_failed_at, r.id))]
     payloads = {event_id: db.session.scalar(select(FailedWebhookEvent.payload).where(
         FailedWebhookEvent.id == event_id)) for event_id in event_ids}
     unknown = [event_id for event_id, payload in payloads.items() if payload is None]
@@ -79,6 +81,7 @@ def webhook_replay_command(event_ids, every_open):
         outcome = _replay(payload)
         failed += outcome.startswith("FAILED")
         click.echo(f"{event_id}: {outcome}")
+    metrics.set_failed_events_open(failures.count_open())
     if failed:
         raise click.ClickException(f"{failed} event(s) failed again")
 

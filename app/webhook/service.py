@@ -19,6 +19,7 @@ from app.billing.provider import get_provider
 from app.errors import InvalidPayload, ProviderRejected
 from app.extensions import db
 from app.models import WebhookEvent
+from app.observability import annotate
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp, utcnow
 from app.webhook import failures
@@ -36,15 +37,16 @@ _LIVEMODE = {"live": True, "test": False}
 def write_subscription(provider, user, event):
     """Write the subscription row from an event carrying a subscription, never rolling it back.
 
-    An event older than the newest applied is skipped. Two events of the same second cannot be
-    ordered by ``created``, so on a tie the live subscription is read and written instead; when the
-    provider refuses that read (it knows no such subscription), the row is left as it is.
+    An event older than the newest applied is skipped, and the answer is ``"stale"`` (else ``None``).
+    Two events of the same second cannot be ordered by ``created``, so on a tie the live subscription
+    is read and written instead; when the provider refuses that read (it knows no such subscription),
+    the row is left as it is.
     """
     obj = event["data"]["object"]
     as_of = from_timestamp(event["created"])
     existing = state.subscription_of(user, obj["id"])
     if state.is_stale(existing, as_of):
-        return
+        return "stale"
     if existing is not None and as_of == existing.provider_updated_at:
         try:
             obj = provider.retrieve_subscription(obj["id"])
@@ -121,7 +123,8 @@ def mode_accepted(event):
 
 
 def process_event(event):
-    """Apply one verified event; return ``"processed"``, ``"duplicate"`` or ``"ignored"``.
+    """Apply one verified event; return ``"processed"``, ``"stale"`` (no row changed: a newer event
+    was applied first), ``"duplicate"`` or ``"ignored"``.
 
     The one path of deliveries and replays: the ledger, the ordering guard, ``webhook_handled``.
     Ignored: an event of the other mode (``PROVIDER_LIVEMODE``, not even recorded, as Pay does) or
@@ -129,6 +132,7 @@ def process_event(event):
     record. Raises ``ProviderUnavailable`` or any other error (5xx) when processing fails; the
     caller commits, or rolls back.
     """
+    annotate(event_id=event["id"], event_type=event["type"])
     if not mode_accepted(event):
         return "ignored"
     first = record(event)
@@ -139,7 +143,7 @@ def process_event(event):
     if user is None:
         return "ignored"
     writer = WRITERS.get(event["type"])
-    if writer is not None:
-        writer(get_provider(), user, event)
+    outcome = writer(get_provider(), user, event) if writer is not None else None
+    # A stale event still reaches the listeners: its notification is news even when its row is old.
     webhook_handled.send(current_app._get_current_object(), event=event, user=user)
-    return "processed"
+    return outcome or "processed"

@@ -8,7 +8,6 @@ A 5xx is retried as the provider retries, and counted; the duplicates test allow
 """
 import json
 import random
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import requests
@@ -29,23 +28,12 @@ from tests.reliability.support import (
     count_reorderings,
     deliver_until_accepted,
     drive_lifecycles,
+    in_parallel,
     post_event,
     provider_events,
     start_paid_subscriptions,
     subscription_of,
 )
-
-
-def in_parallel(calls):
-    """Run the callables at the same moment (a barrier), return their results in order."""
-    barrier = threading.Barrier(len(calls))
-
-    def run(call):
-        barrier.wait()
-        return call()
-
-    with ThreadPoolExecutor(len(calls)) as pool:
-        return list(pool.map(run, calls))
 
 
 def test_eight_parallel_deliveries_of_one_event_are_all_2xx_and_processed_once(
