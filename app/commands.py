@@ -6,11 +6,13 @@ from flask.cli import with_appcontext
 from sqlalchemy import or_, select
 
 from app.auth import service, tokens
+from app.billing.commands import COMMANDS as BILLING_COMMANDS
 from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
 from app.extensions import db
 from app.models import User
 from app.notifications.commands import deliver_notifications_command
+from app.webhook.commands import COMMANDS as WEBHOOK_COMMANDS
 
 
 @click.command("create-user")
@@ -56,11 +58,6 @@ def _users(keys, every):
     return ids
 
 
-def _state(described):
-    subscriptions = ", ".join(f"{k}={v}" for k, v in described["subscriptions"].items()) or "no subscription"
-    return f"plan={described['plan']} card={described['card'] or '-'} {subscriptions}"
-
-
 @click.command("sync-user")
 @click.argument("keys", nargs=-1, metavar="EMAIL_OR_ID...")
 @click.option("--all", "every", is_flag=True, help="Every user with a provider customer.")
@@ -81,8 +78,7 @@ def sync_user_command(keys, every):
                 failed += 1
                 click.echo(f"\n{user.email}: FAILED ({exc.__class__.__name__}: {exc})")
                 continue
-            change = f"{_state(result.before)} -> {_state(result.after)}" if result.changed else "unchanged"
-            click.echo(f"\n{result.email}: {change}")
+            click.echo(f"\n{result.email}: {result.change_text()}")
     if failed:
         raise click.ClickException(f"{failed} user(s) could not be synced")
 
@@ -108,5 +104,5 @@ def check_webhook_command(url):
 
 def register_commands(app):
     for command in (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command,
-                    deliver_notifications_command):
+                    deliver_notifications_command, *BILLING_COMMANDS, *WEBHOOK_COMMANDS):
         app.cli.add_command(command)

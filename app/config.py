@@ -56,6 +56,13 @@ def _plans(name, raw):
     return plans
 
 
+def _choice(name, raw, choices):
+    value = str(raw or "").strip().lower()
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return value
+
+
 def from_environ(environ=None):
     """Return the settings found in ``environ`` (default ``os.environ``) as a dict of raw values.
 
@@ -90,6 +97,9 @@ DEFAULTS = {
     "RATELIMIT_STORAGE_URI": "memory://",
     "PROXY_FIX_X_FOR": "0",
     "LOG_LEVEL": "INFO",
+    "PROVIDER_LIVEMODE": "any",
+    "RECONCILE_STALE_DAYS": "7",
+    "FAILED_EVENT_RETENTION_DAYS": "30",
     "LOG_FORMAT": "text",
     "METRICS_ENABLED": "",
     "METRICS_TOKEN": "",
@@ -106,6 +116,8 @@ DEFAULTS = {
     "NOTIFY_RETRY_DELAY": "60",
 }
 
+LIVEMODES = ("live", "test", "any")
+
 
 def validate(config):
     """Normalise the raw values in the Flask ``config`` in place; raise ``ConfigError`` naming a bad one."""
@@ -121,6 +133,8 @@ def validate(config):
         "PASSWORD_HASH_MEMORY_COST",
         "MAX_CONTENT_LENGTH",
         "PROXY_FIX_X_FOR",
+        "RECONCILE_STALE_DAYS",
+        "FAILED_EVENT_RETENTION_DAYS",
         "AUTH_MAX_TOKENS_PER_USER",
         "AUTH_REFRESH_GRACE_SECONDS",
         "MAIL_PORT",
@@ -131,6 +145,7 @@ def validate(config):
         if value is None:
             raise ConfigError(f"{name} must be set to a whole number")
         config[name] = value
+    config["PROVIDER_LIVEMODE"] = _choice("PROVIDER_LIVEMODE", config["PROVIDER_LIVEMODE"], LIVEMODES)
     config["METRICS_ENABLED"] = _flag(config["METRICS_ENABLED"])
     config["LOG_FORMAT"] = str(config["LOG_FORMAT"]).strip().lower()
     if config["LOG_FORMAT"] not in ("text", "json"):

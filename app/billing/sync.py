@@ -19,6 +19,15 @@ class SyncResult:
     def changed(self):
         return self.before != self.after
 
+    def change_text(self):
+        """Return ``"<before> -> <after>"`` for the command line, or ``"unchanged"``."""
+        return f"{_state_text(self.before)} -> {_state_text(self.after)}" if self.changed else "unchanged"
+
+
+def _state_text(described):
+    subscriptions = ", ".join(f"{k}={v}" for k, v in described["subscriptions"].items()) or "no subscription"
+    return f"plan={described['plan']} card={described['card'] or '-'} {subscriptions}"
+
 
 def describe(user):
     """Return the user's billing state as a small dict: plan, each subscription's status, card."""
