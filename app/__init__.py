@@ -2,6 +2,7 @@
 import os
 
 from flask import Flask
+from limits.errors import ConfigurationError as LimitsConfigurationError
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -78,7 +79,11 @@ def engine_options(config):
 def register_extensions(app):
     db.init_app(app)
     migrate.init_app(app, db)
-    limiter.init_app(app)
+    try:
+        limiter.init_app(app)
+    except LimitsConfigurationError as exc:
+        # A scheme whose client library is not installed (pymemcache for memcached://, ...).
+        raise app_config.ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
     api.init_app(app)
     api.register_field(Timestamp, "string", "date-time")
 

@@ -112,6 +112,12 @@ class ServiceUnavailable(AppError):
         return cls("Another request is updating the same data; try again shortly.",
                    headers={"Retry-After": "1"})
 
+    @classmethod
+    def not_configured(cls, name):
+        # The operator's mistake, not the client's: 503 so that the provider keeps retrying
+        # (for up to three days) until the setting is fixed, instead of dropping the events.
+        return cls(f"The service is not configured for this endpoint: {name} is not set.")
+
 
 class ProviderUnavailable(ServiceUnavailable):
     code = "provider_unavailable"

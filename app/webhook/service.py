@@ -14,7 +14,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from app.billing import objects, state
 from app.billing.events import SUBSCRIPTION_EVENTS
 from app.billing.provider import get_provider
-from app.errors import InvalidPayload, ProviderRejected
+from app.errors import InvalidPayload, ProviderRejected, ServiceUnavailable
 from app.extensions import db
 from app.models import WebhookEvent
 from app.signals import webhook_handled
@@ -107,10 +107,13 @@ def record(event):
 def handle_delivery(payload, signature_header):
     """Process one delivery; return ``"processed"``, ``"duplicate"`` or ``"ignored"`` (unknown customer).
 
-    Raises ``InvalidSignature`` / ``InvalidPayload`` (400) before anything is written, and
+    Raises ``InvalidSignature`` / ``InvalidPayload`` (400) before anything is written,
+    ``ServiceUnavailable`` (503) when ``PROVIDER_WEBHOOK_SECRET`` is not set, and
     ``ProviderUnavailable`` or any other error (5xx) when processing fails.
     """
     config = current_app.config
+    if not config["PROVIDER_WEBHOOK_SECRET"]:
+        raise ServiceUnavailable.not_configured("PROVIDER_WEBHOOK_SECRET")
     provider = get_provider()
     event = provider.verify_event(payload, signature_header, config["PROVIDER_WEBHOOK_SECRET"],
                                   config["PROVIDER_WEBHOOK_TOLERANCE"])
