@@ -31,7 +31,7 @@ test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check app tests scripts wsgi.py
+	$(VENV)/bin/ruff check app tests scripts wsgi.py gunicorn.conf.py
 
 clean:
 	rm -rf $(VENV) instance .pytest_cache

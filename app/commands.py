@@ -1,42 +1,100 @@
-"""Flask CLI commands: thin wrappers around service functions (CONTRACT "Command line")."""
+"""Flask CLI commands: thin wrappers around service functions (CONTRACT "Command line").
+
+Every command is a ``ServiceCommand``: a failure the operator can act on (the provider or the
+database unreachable, a lock wait that ran out, a refused input) is one line and exit status 1,
+never a traceback. The commands own their transactions, as views do.
+"""
 import sys
 
 import click
 from flask.cli import with_appcontext
+from marshmallow import ValidationError
 from sqlalchemy import or_, select
+from sqlalchemy.exc import DBAPIError
 
 from app.auth import service, tokens
+from app.auth.schemas import RegisterSchema
 from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
+from app.errors import AppError, is_lock_timeout
 from app.extensions import db
 from app.models import User
 
 
-@click.command("create-user")
+def database_failure(error):
+    """Return one line saying why a database statement failed (``error`` is SQLAlchemy's ``DBAPIError``)."""
+    if is_lock_timeout(error):
+        return "the database is busy: a lock wait timed out; try again shortly"
+    cause = (str(error.orig).strip().splitlines() or [error.orig.__class__.__name__])[0]
+    return f"the database failed: {cause}"
+
+
+def validation_failure(error):
+    """Return one line listing a marshmallow ``ValidationError``'s messages, field by field."""
+    messages = error.normalized_messages().items()
+    return "; ".join(f"{name}: {' '.join(map(str, texts))}" for name, texts in messages)
+
+
+class _OneLineFailures:
+    """Ends a command's expected failures with one line and exit status 1 (click's ``Error: ...``)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except AppError as exc:  # ProviderUnavailable, ProviderRejected, EmailTaken, ...
+            raise click.ClickException(exc.message) from None
+        except ValidationError as exc:
+            raise click.ClickException(validation_failure(exc)) from None
+        except DBAPIError as exc:
+            raise click.ClickException(database_failure(exc)) from None
+
+
+class ServiceCommand(_OneLineFailures, click.Command):
+    """A command of the service's: its expected failures are one line and exit status 1."""
+
+
+class ServiceGroup(_OneLineFailures, click.Group):
+    """A group whose subcommands' expected failures are one line and exit status 1."""
+
+
+def _one_line_failures(group):
+    # The extensions' groups (Flask-Migrate's ``db``, flask-smorest's ``openapi``) are shared
+    # module-level objects: each app gets a ServiceGroup over the same subcommands instead.
+    return ServiceGroup(group.name, commands=group.commands, callback=group.callback, params=group.params,
+                        help=group.help, short_help=group.short_help)
+
+
+def _read_password(from_stdin):
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\n")
+    return click.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+
+@click.command("create-user", cls=ServiceCommand)
 @click.argument("email")
 @click.option("--name", default=None, help="Display name.")
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
 @with_appcontext
 def create_user_command(email, name, password_stdin):
     """Create a user; the password comes from a prompt or standard input."""
-    if password_stdin:
-        password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    if len(password) < 8:
-        raise click.BadParameter("the password needs at least 8 characters", param_hint="password")
-    user = service.register_user(email, password, name)
+    body = RegisterSchema().load({"email": email, "password": _read_password(password_stdin), "name": name})
+    user = service.register_user(body["email"], body["password"], body["name"])
     db.session.commit()
     click.echo(f"created user {user.id} <{user.email}>")
 
 
-@click.command("prune-tokens")
+@click.command("prune-tokens", cls=ServiceCommand)
 @click.option("--hours", default=1, show_default=True, type=click.IntRange(min=0),
               help="Keep tokens that expired less than this many hours ago.")
 @with_appcontext
 def prune_tokens_command(hours):
     """Delete tokens expired more than HOURS hours ago, in batches; print how many."""
-    deleted = tokens.prune(hours=hours)
+    if sys.stderr.isatty():
+        # The bar goes to the terminal only; the count below stays the last line of a cron log.
+        with click.progressbar(length=tokens.count_prunable(hours), label="pruning", file=sys.stderr) as bar:
+            deleted = tokens.prune(hours=hours, on_batch=bar.update)
+    else:
+        deleted = tokens.prune(hours=hours)
     click.echo(f"pruned {deleted} expired token(s)")
 
 
@@ -55,12 +113,7 @@ def _users(keys, every):
     return ids
 
 
-def _state(described):
-    subscriptions = ", ".join(f"{k}={v}" for k, v in described["subscriptions"].items()) or "no subscription"
-    return f"plan={described['plan']} card={described['card'] or '-'} {subscriptions}"
-
-
-@click.command("sync-user")
+@click.command("sync-user", cls=ServiceCommand)
 @click.argument("keys", nargs=-1, metavar="EMAIL_OR_ID...")
 @click.option("--all", "every", is_flag=True, help="Every user with a provider customer.")
 @with_appcontext
@@ -80,13 +133,15 @@ def sync_user_command(keys, every):
                 failed += 1
                 click.echo(f"\n{user.email}: FAILED ({exc.__class__.__name__}: {exc})")
                 continue
-            change = f"{_state(result.before)} -> {_state(result.after)}" if result.changed else "unchanged"
-            click.echo(f"\n{result.email}: {change}")
+            click.echo(f"\n{result.email}: " + (f"{len(result.changes)} field(s) changed" if result.changed
+                                                else "unchanged"))
+            for change in result.changes:
+                click.echo(f"  {change}")
     if failed:
         raise click.ClickException(f"{failed} user(s) could not be synced")
 
 
-@click.command("check-webhook")
+@click.command("check-webhook", cls=ServiceCommand)
 @click.option("--url", default=None, help="Check only the endpoint with this URL.")
 @with_appcontext
 def check_webhook_command(url):
@@ -105,6 +160,13 @@ def check_webhook_command(url):
         raise click.ClickException("no endpoint sends every event type the service needs")
 
 
+COMMANDS = (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command)
+
+
 def register_commands(app):
-    for command in (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command):
+    """Add the service's commands to ``app.cli`` and give the extensions' groups one-line failures too."""
+    for name, command in list(app.cli.commands.items()):
+        if isinstance(command, click.Group):
+            app.cli.add_command(_one_line_failures(command), name)
+    for command in COMMANDS:
         app.cli.add_command(command)

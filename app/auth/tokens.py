@@ -134,6 +134,20 @@ def revoke(token):
     db.session.flush()
 
 
+def _prunable(hours):
+    cutoff = utcnow() - timedelta(hours=hours)
+    expired = AccessToken.expires_at <= cutoff
+    lifetime = global_lifetime()
+    if lifetime is not None:
+        expired = or_(expired, AccessToken.expires_at.is_(None) & (AccessToken.created_at <= cutoff - lifetime))
+    return expired
+
+
+def count_prunable(hours=1):
+    """Return how many tokens ``prune(hours)`` would delete now (the length of a progress bar)."""
+    return db.session.scalar(select(func.count(AccessToken.id)).where(_prunable(hours)))
+
+
 def prune(hours=1, batch_size=PRUNE_BATCH_SIZE, on_batch=None):
     """Delete tokens expired more than ``hours`` hours ago; return how many were deleted.
 
@@ -141,11 +155,7 @@ def prune(hours=1, batch_size=PRUNE_BATCH_SIZE, on_batch=None):
     tokens there are. ``on_batch(count)`` is called after each batch (for a progress bar). This is
     the one function here that commits: a prune over a million rows must not be one transaction.
     """
-    cutoff = utcnow() - timedelta(hours=hours)
-    expired = AccessToken.expires_at <= cutoff
-    lifetime = global_lifetime()
-    if lifetime is not None:
-        expired = or_(expired, AccessToken.expires_at.is_(None) & (AccessToken.created_at <= cutoff - lifetime))
+    expired = _prunable(hours)
     total, after = 0, 0
     while True:
         # Each batch starts at the id where the last one ended: starting over at the lowest id

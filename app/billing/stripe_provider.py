@@ -25,17 +25,23 @@ SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret"]
 PORTAL_IDEMPOTENCY_WINDOW = 60
 
 
+def _one_line(exc):
+    # The SDK's messages span several lines ("If this problem persists, let us know..."); a log
+    # record is one line, so that log readers and a command's output stay line by line.
+    return " ".join(str(exc).split())
+
+
 @contextmanager
 def _provider_call(what):
     """Map the SDK's errors onto the error tree: ``ProviderUnavailable`` or ``ProviderRejected``."""
     try:
         yield
     except (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError, stripe.AuthenticationError) as exc:
-        log.warning("provider call failed: %s: %s", what, exc)
+        log.warning("provider call failed: %s: %s", what, _one_line(exc))
         raise ProviderUnavailable() from exc
     except stripe.StripeError as exc:
         # InvalidRequestError and the other 4xx: retrying the same request cannot help.
-        log.warning("provider refused a request: %s: %s", what, exc)
+        log.warning("provider refused a request: %s: %s", what, _one_line(exc))
         raise ProviderRejected.for_call(what, exc.code) from exc
 
 
