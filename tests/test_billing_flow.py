@@ -10,11 +10,12 @@ import pytest
 import requests
 import stripe
 import time_machine
+from flask_migrate import upgrade
 from sqlalchemy import select, update
 
 from app.extensions import db
 from app.models import Subscription, User
-from tests.conftest import bearer, deliver, login, register
+from tests.conftest import MIGRATIONS, bearer, deliver, login, register
 
 DAY = 86400
 
@@ -209,6 +210,34 @@ def test_notifications_are_paginated_newest_first(flow):
     rest = flow.client.get(f"/notifications?limit=2&starting_after={page['data'][-1]['id']}", headers=flow.headers)
     assert [n["kind"] for n in rest.json["data"]] == ["subscribed"] and rest.json["has_more"] is False
     assert flow.client.get("/notifications?limit=0", headers=flow.headers).status_code == 422
+
+
+def _migrated_sqlite_app(make_app, path):
+    app = make_app(SQLALCHEMY_DATABASE_URI=f"sqlite:///{path}")
+    with app.app_context():
+        upgrade(directory=MIGRATIONS)
+    return app
+
+
+def test_two_databases_sharing_one_stripe_account_get_their_own_customers(app, make_app, prices, tmp_path):
+    # Staging and a developer's copy: each has its own user 1, with another email.
+    customers = []
+    for n in (1, 2):
+        client = _migrated_sqlite_app(make_app, tmp_path / f"db{n}.db").test_client()
+        assert register(client, email=f"user{n}@example.com")["id"] == 1
+        headers = bearer(login(client, email=f"user{n}@example.com"))
+        started = client.post("/subscription/intent", json={"price": prices["basic"]}, headers=headers)
+        assert started.status_code == 201, started.json
+        assert started.json["client_secret"]
+        portal = client.post("/subscription/portal", json={}, headers=headers)
+        assert portal.status_code == 200, portal.json
+        customers.append(app_customer(client, headers))
+    assert customers[0] != customers[1]
+
+
+def app_customer(client, headers):
+    with client.application.app_context():
+        return db.session.scalar(select(User.provider_id).where(User.id == 1))
 
 
 def test_sync_user_rebuilds_state_missed_by_webhooks(flow):

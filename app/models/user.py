@@ -1,3 +1,4 @@
+import secrets
 from datetime import datetime
 
 from sqlalchemy import String
@@ -13,7 +14,9 @@ class User(db.Model):
 
     ``provider_id`` is the Stripe customer id (SPEC's ``users.provider_id``); ``plan`` is the plan
     last committed by ``CommitPlan`` (``None`` means the free plan); ``pm_type``/``pm_last_four``
-    mirror the customer's default payment method at the provider.
+    mirror the customer's default payment method at the provider. ``idempotency_token`` is random,
+    set once, and names the user in the provider's idempotency keys: user ids repeat across
+    databases that share one Stripe account (staging, a developer's copy, a restored backup).
     """
 
     __tablename__ = "users"
@@ -27,6 +30,7 @@ class User(db.Model):
     plan: Mapped[str | None] = mapped_column(String(64))
     pm_type: Mapped[str | None] = mapped_column(String(32))
     pm_last_four: Mapped[str | None] = mapped_column(String(4))
+    idempotency_token: Mapped[str] = mapped_column(String(32), unique=True, default=lambda: secrets.token_hex(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
