@@ -4,6 +4,7 @@ Starts the emulator, creates the demo products and prices there, registers the s
 webhook endpoint (the emulator issues the signing secret), applies the migrations and runs the
 service. The environment it used is written to ``instance/dev.env`` so that other terminals
 (``make demo``, ``flask sync-user``) can join in with ``set -a; . instance/dev.env; set +a``.
+Remember-me (``AUTH_REMEMBER_ME``) is on.
 """
 import argparse
 import json
@@ -23,6 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DEV_ENV = ROOT / "instance" / "dev.env"
 API_KEY = "sk_test_local_emulator"
 PLANS = (("basic", 900), ("pro", 2900))
+# Settings of the local stack beyond the provider's: remember-me is on so that the README's curl
+# session (login with "remember_me": true) gets its 30-day token.
+SETTINGS = {"AUTH_REMEMBER_ME": "true", "FLASK_APP": "wsgi"}
 
 
 def wait_for(url, seconds=20):
@@ -73,8 +77,9 @@ def set_up_provider(emulator_url, service_url):
 class Stack:
     """The emulator and the service as child processes; ``with Stack(...) as env:`` starts and stops them."""
 
-    def __init__(self, port=5000, emulator_port=12111, database_url=None):
+    def __init__(self, port=5000, emulator_port=12111, database_url=None, env_file=DEV_ENV):
         self.port, self.emulator_port, self.database_url = port, emulator_port, database_url
+        self.env_file = env_file
         self.processes = []
 
     def _spawn(self, args, env=None):
@@ -91,11 +96,11 @@ class Stack:
         self._spawn(["-m", "scripts.stripe_emulator", "--port", str(self.emulator_port)])
         wait_for(emulator_url + "/_emulator/clock")
         provider_env = set_up_provider(emulator_url, service_url)
-        env = {**os.environ, **provider_env, "FLASK_APP": "wsgi"}
+        env = {**os.environ, **provider_env, **SETTINGS}
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
-        DEV_ENV.parent.mkdir(exist_ok=True)
-        DEV_ENV.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, "FLASK_APP": "wsgi"}.items()))
+        self.env_file.parent.mkdir(exist_ok=True)
+        self.env_file.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, **SETTINGS}.items()))
         subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env, check=True)
         self._spawn(["-m", "flask", "run", "--host", "127.0.0.1", "--port", str(self.port), "--no-reload"], env)
         wait_for(service_url + "/health")
