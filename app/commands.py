@@ -5,6 +5,8 @@ database unreachable, a lock wait that ran out, a refused input) is one line and
 never a traceback. The commands own their transactions, as views do.
 """
 import sys
+from contextlib import nullcontext
+from functools import partial
 
 import click
 from flask.cli import with_appcontext
@@ -89,13 +91,18 @@ def create_user_command(email, name, password_stdin):
 @with_appcontext
 def prune_tokens_command(hours):
     """Delete tokens expired more than HOURS hours ago, in batches; print how many."""
-    if sys.stderr.isatty():
-        # The bar goes to the terminal only; the count below stays the last line of a cron log.
-        with click.progressbar(length=tokens.count_prunable(hours), label="pruning", file=sys.stderr) as bar:
-            deleted = tokens.prune(hours=hours, on_batch=bar.update)
-    else:
-        deleted = tokens.prune(hours=hours)
+    # The bar goes to a terminal only; the count below stays the last line of a cron log.
+    progress = (click.progressbar(length=tokens.count_prunable(hours), label="pruning", file=sys.stderr)
+                if sys.stderr.isatty() else nullcontext())
+    with progress as bar:
+        deleted = tokens.prune(hours=hours, on_batch=partial(_commit_batch, bar))
     click.echo(f"pruned {deleted} expired token(s)")
+
+
+def _commit_batch(bar, count):
+    db.session.commit()  # each batch is its own transaction (tokens.prune)
+    if bar is not None:
+        bar.update(count)
 
 
 def _users(keys, every):

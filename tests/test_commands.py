@@ -207,3 +207,11 @@ def test_prune_tokens_shows_a_progress_bar_on_a_terminal_only(tmp_path):
     lines = [line.strip() for line in plain.splitlines() if line.strip()]
     assert any(line.startswith("pruning") and "100%" in line for line in lines), shown
     assert lines[-1] == "pruned 3 expired token(s)"
+
+
+def test_prune_leaves_the_transaction_to_its_caller(app):
+    _make_tokens(app, [(T0 - timedelta(days=9), T0 - timedelta(days=8, minutes=i)) for i in range(3)])
+    with app.app_context(), time_machine.travel(T0, tick=False):
+        assert tokens.prune(hours=1, batch_size=2) == 3
+        db.session.rollback()
+        assert db.session.scalar(select(func.count()).select_from(AccessToken)) == 3

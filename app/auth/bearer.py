@@ -32,6 +32,9 @@ def auth_required(view):
     def wrapper(*args, **kwargs):
         token = tokens.authenticate(_credential())
         if tokens.touch(token):
+            # Committed before the view runs: the touch is an UPDATE, which holds the token's
+            # row lock (on SQLite the database's write lock) until its transaction ends, and a
+            # view may spend seconds on provider calls; nor is it lost when the view fails.
             db.session.commit()
         g.current_token = token
         g.current_user = token.user

@@ -151,9 +151,10 @@ def count_prunable(hours=1):
 def prune(hours=1, batch_size=PRUNE_BATCH_SIZE, on_batch=None):
     """Delete tokens expired more than ``hours`` hours ago; return how many were deleted.
 
-    Deletes in batches of ``batch_size`` ids, committing each, so memory stays flat however many
-    tokens there are. ``on_batch(count)`` is called after each batch (for a progress bar). This is
-    the one function here that commits: a prune over a million rows must not be one transaction.
+    Deletes in batches of ``batch_size`` ids, so memory stays flat however many tokens there are.
+    ``on_batch(count)`` is called after each batch's DELETE: the caller commits there (as
+    ``flask prune-tokens`` does), since a prune over a million rows must not be one transaction
+    holding its row locks and undo to the end, and may advance a progress bar.
     """
     expired = _prunable(hours)
     total, after = 0, 0
@@ -170,7 +171,6 @@ def prune(hours=1, batch_size=PRUNE_BATCH_SIZE, on_batch=None):
                 delete(AccessToken).where(expired, AccessToken.id > after, AccessToken.id <= upper)
                 .execution_options(synchronize_session=False)
             ).rowcount
-        db.session.commit()
         total += deleted
         if on_batch is not None:
             on_batch(deleted)

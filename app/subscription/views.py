@@ -47,6 +47,8 @@ def intent(body):
     ``service.create_intent`` (SPEC 4 rule 4).
     """
     service.ensure_customer(g.current_user)
+    # Committed before the subscription is created: its webhooks may arrive before this request
+    # ends, and must find the user by the new customer id.
     db.session.commit()
     try:
         subscription, client_secret, created = service.create_intent(g.current_user, body["price"])
