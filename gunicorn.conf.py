@@ -1,22 +1,88 @@
-"""gunicorn's settings file, read from the working directory by default (``-c`` names another).
+"""gunicorn settings of the production command: ``gunicorn -c gunicorn.conf.py wsgi:app``.
 
-Checks the configuration once, in the master, before any worker starts: a bad or missing
-setting is one line and exit status 1, and a per-process rate-limit store shared by several
-workers is a warning. Workers, bind address and the rest stay on the command line.
+Every setting can be overridden on the command line (``-w``, ``-b``, ...) or by ``GUNICORN_CMD_ARGS``.
+Read by gunicorn's master before it imports the app, which is why the metrics directory is set here.
+The master also checks the service's settings once, before any worker starts (``on_starting``): a
+bad or missing one, ``PROVIDER_WEBHOOK_SECRET`` included, is one line and exit status 1, and
+several workers counting rate limits in their own memory are warned about.
 """
+import glob
+import multiprocessing
+import os
 import sys
+import tempfile
 
-from app.config import ConfigError, serving_config
+bind = os.environ.get("BIND", "127.0.0.1:8000")
+# gunicorn's rule of thumb for sync workers: two per core, plus one; WEB_CONCURRENCY overrides it.
+workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2 + 1))
+worker_class = "sync"
+# A request may wait on Stripe for PROVIDER_TIMEOUT (5 s) per attempt plus a retry; 30 s covers it
+# with room, and a worker stuck longer is killed and replaced.
+timeout = 30
+# On SIGTERM a worker finishes the request it is in (at most one, sync) before it exits.
+graceful_timeout = 30
+keepalive = 5
+accesslog = "-"
+errorlog = "-"
+if os.environ.get("LOG_FORMAT", "text").strip().lower() == "json":
+    logger_class = "app.observability.logs.GunicornJsonLogger"
+    # The path only: a query string may carry what the log must not.
+    access_log_format = "%(m)s %(U)s %(s)s %(M)sms"
+
+# prometheus_client picks its multiprocess mode when it is first imported, so the directory is
+# named and made before the app (and prometheus_client) is; every process writes its values there.
+if os.environ.get("METRICS_ENABLED", "").strip().lower() in {"1", "true", "yes", "on"}:
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", os.path.join(tempfile.gettempdir(), "subscriptions-metrics"))
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
 
 
 def on_starting(server):
+    """Check the settings (one line and exit 1 when one is bad), then clear the old metric files."""
+    _check_settings(server)
+    _clear_dead_metrics()
+
+
+def _check_settings(server):
+    # Imported here, not at the top: importing the app imports prometheus_client, which must come
+    # after PROMETHEUS_MULTIPROC_DIR is set above.
+    from app.config import ConfigError, serving_config
+
     try:
         config = serving_config()
     except ConfigError as exc:
         sys.exit(f"Error: {exc}")
     if server.cfg.workers > 1 and config["RATELIMIT_STORAGE_URI"].startswith("memory://"):
-        # memory:// counts in each worker's own memory: N workers let a guesser have N times
-        # the login limit.
+        # memory:// counts in each worker's own memory: N workers let a guesser have N times the limit.
         server.log.warning("RATELIMIT_STORAGE_URI is memory:// with %d workers: each worker counts its "
                            "own requests, so the rate limits allow %d times their value; use redis:// "
                            "(README \"Production\")", server.cfg.workers, server.cfg.workers)
+
+
+def _clear_dead_metrics():
+    """Delete the metric files of processes no longer running (a previous run's), which would otherwise
+    be added to this run's totals. A live process's files stay: the master's own (open since the app
+    was imported) and those of a ``flask deliver-notifications`` worker running beside gunicorn."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        for path in glob.glob(os.path.join(directory, "*.db")):
+            pid = os.path.basename(path).rsplit("_", 1)[-1].removesuffix(".db")
+            if not (pid.isdigit() and _alive(int(pid))):
+                os.remove(path)
+
+
+def child_exit(server, worker):
+    """Drop a dead worker's live gauges; its counters stay in the totals (prometheus_client multiprocess)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

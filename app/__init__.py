@@ -2,7 +2,6 @@
 import os
 
 from flask import Flask
-from limits.errors import ConfigurationError as LimitsConfigurationError
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -11,8 +10,11 @@ from app import config as app_config
 from app.billing.stripe_provider import StripeProvider
 from app.commands import register_commands
 from app.errors import register_errorhandlers
-from app.extensions import api, db, limiter, migrate
+from app.extensions import api, db, migrate
 from app.fields import Timestamp
+from app.http import register_http
+from app.observability import register_observability
+from app.rate_limit import register_rate_limit
 from app.request_id import register_request_id
 
 # The Stripe SDK waits at most this long, in seconds, between two attempts of one call.
@@ -26,12 +28,16 @@ def create_app(config=None):
     """
     app = Flask(__name__, instance_relative_config=True)
     configure(app, config)
+    # First, so that every answer carries its id and the HTTP surface's headers, even one refused by
+    # a later before_request hook (the rate limiter's 429).
+    register_request_id(app)
+    register_http(app)
     register_extensions(app)
     register_provider(app)
     register_blueprints(app)
     register_listeners(app)
     register_errorhandlers(app)
-    register_request_id(app)
+    register_observability(app)
     register_commands(app)
     return app
 
@@ -48,7 +54,11 @@ def configure(app, config):
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         API_SPEC_OPTIONS={
-            "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+            "components": {"securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer"},
+                # METRICS_TOKEN, an operator's setting: no user's token opens /metrics.
+                "metricsToken": {"type": "http", "scheme": "bearer"},
+            }},
         },
     )
     app.config.from_mapping(app_config.from_environ())
@@ -68,7 +78,7 @@ def engine_options(config):
         # request uses it.
         return {"pool_pre_ping": True}
     # An embedded file has no server to drop a connection, so no pre-ping (it costs a statement
-    # per checkout). state.lock_user holds SQLite's one write lock across provider calls, so a
+    # per checkout). lock_user holds SQLite's one write lock across provider calls, so a
     # writer queued behind it waits out a whole call, every attempt and back-off, before the
     # lock wait gives up as a 503. pysqlite's ``timeout`` is SQLite's busy timeout, in seconds.
     retries, timeout = config["PROVIDER_MAX_NETWORK_RETRIES"], config["PROVIDER_TIMEOUT"]
@@ -79,11 +89,7 @@ def engine_options(config):
 def register_extensions(app):
     db.init_app(app)
     migrate.init_app(app, db)
-    try:
-        limiter.init_app(app)
-    except LimitsConfigurationError as exc:
-        # A scheme whose client library is not installed (pymemcache for memcached://, ...).
-        raise app_config.ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
+    register_rate_limit(app)
     api.init_app(app)
     api.register_field(Timestamp, "string", "date-time")
 
@@ -99,8 +105,9 @@ def register_provider(app):
 
 def register_blueprints(app):
     from app import auth, health, subscription, webhook
+    from app.observability import views as observability
 
-    for feature in (auth, subscription, webhook, health):
+    for feature in (auth, subscription, webhook, health, observability):
         api.register_blueprint(feature.blp)
 
 

@@ -1,8 +1,8 @@
 """Flask CLI commands: thin wrappers around service functions (CONTRACT "Command line").
 
-Every command is a ``ServiceCommand``: a failure the operator can act on (the provider or the
-database unreachable, a lock wait that ran out, a refused input) is one line and exit status 1,
-never a traceback. The commands own their transactions, as views do.
+Every command is an ``app.cli.ServiceCommand``: a failure the operator can act on (the provider
+or the database unreachable, a lock wait that ran out, a refused input) is one line and exit
+status 1, never a traceback. The commands own their transactions, as views do.
 """
 import sys
 from contextlib import nullcontext
@@ -10,60 +10,16 @@ from functools import partial
 
 import click
 from flask.cli import with_appcontext
-from marshmallow import ValidationError
 from sqlalchemy import or_, select
-from sqlalchemy.exc import DBAPIError
 
 from app.auth import service, tokens
 from app.auth.schemas import RegisterSchema
 from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
-from app.errors import AppError, is_lock_timeout
+from app.cli import ServiceCommand, one_line_failures
 from app.extensions import db
 from app.models import User
-
-
-def database_failure(error):
-    """Return one line saying why a database statement failed (``error`` is SQLAlchemy's ``DBAPIError``)."""
-    if is_lock_timeout(error):
-        return "the database is busy: a lock wait timed out; try again shortly"
-    cause = (str(error.orig).strip().splitlines() or [error.orig.__class__.__name__])[0]
-    return f"the database failed: {cause}"
-
-
-def validation_failure(error):
-    """Return one line listing a marshmallow ``ValidationError``'s messages, field by field."""
-    messages = error.normalized_messages().items()
-    return "; ".join(f"{name}: {' '.join(map(str, texts))}" for name, texts in messages)
-
-
-class _OneLineFailures:
-    """Ends a command's expected failures with one line and exit status 1 (click's ``Error: ...``)."""
-
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except AppError as exc:  # ProviderUnavailable, ProviderRejected, EmailTaken, ...
-            raise click.ClickException(exc.message) from None
-        except ValidationError as exc:
-            raise click.ClickException(validation_failure(exc)) from None
-        except DBAPIError as exc:
-            raise click.ClickException(database_failure(exc)) from None
-
-
-class ServiceCommand(_OneLineFailures, click.Command):
-    """A command of the service's: its expected failures are one line and exit status 1."""
-
-
-class ServiceGroup(_OneLineFailures, click.Group):
-    """A group whose subcommands' expected failures are one line and exit status 1."""
-
-
-def _one_line_failures(group):
-    # The extensions' groups (Flask-Migrate's ``db``, flask-smorest's ``openapi``) are shared
-    # module-level objects: each app gets a ServiceGroup over the same subcommands instead.
-    return ServiceGroup(group.name, commands=group.commands, callback=group.callback, params=group.params,
-                        help=group.help, short_help=group.short_help)
+from app.notifications.commands import deliver_notifications_command
 
 
 def _read_password(from_stdin):
@@ -167,13 +123,14 @@ def check_webhook_command(url):
         raise click.ClickException("no endpoint sends every event type the service needs")
 
 
-COMMANDS = (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command)
+COMMANDS = (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command,
+            deliver_notifications_command)
 
 
 def register_commands(app):
     """Add the service's commands to ``app.cli`` and give the extensions' groups one-line failures too."""
     for name, command in list(app.cli.commands.items()):
         if isinstance(command, click.Group):
-            app.cli.add_command(_one_line_failures(command), name)
+            app.cli.add_command(one_line_failures(command), name)
     for command in COMMANDS:
         app.cli.add_command(command)

@@ -1,6 +1,10 @@
 """Configuration read from the environment (CONTRACT "Configuration"), validated with clear errors."""
+import base64
+import binascii
 import json
 import os
+from email.utils import parseaddr
+from urllib.parse import urlsplit
 
 from limits.storage import SCHEMES as _LIMITS_SCHEMES
 
@@ -88,6 +92,8 @@ DEFAULTS = {
     "AUTH_REMEMBER_ME": "",
     "AUTH_TOKEN_PREFIX": "",
     "AUTH_LOGIN_RATE_LIMIT": "10 per minute",
+    "AUTH_MAX_TOKENS_PER_USER": "100",
+    "AUTH_REFRESH_GRACE_SECONDS": "10",
     "PASSWORD_HASH_TIME_COST": "3",
     "PASSWORD_HASH_MEMORY_COST": "65536",
     "PROVIDER_API_KEY": "",
@@ -101,6 +107,20 @@ DEFAULTS = {
     "RATELIMIT_STORAGE_URI": "memory://",
     "PROXY_FIX_X_FOR": "0",
     "LOG_LEVEL": "INFO",
+    "LOG_FORMAT": "text",
+    "METRICS_ENABLED": "",
+    "METRICS_TOKEN": "",
+    "MAIL_SERVER": "",
+    "MAIL_PORT": "25",
+    "MAIL_USE_TLS": "",
+    "MAIL_USE_SSL": "",
+    "MAIL_USERNAME": "",
+    "MAIL_PASSWORD": "",
+    "MAIL_DEFAULT_SENDER": "no-reply@localhost",
+    "NOTIFY_WEBHOOK_URL": "",
+    "NOTIFY_WEBHOOK_SECRET": "",
+    "NOTIFY_MAX_ATTEMPTS": "8",
+    "NOTIFY_RETRY_DELAY": "60",
 }
 
 
@@ -121,13 +141,25 @@ def validate(config):
         "PASSWORD_HASH_MEMORY_COST",
         "MAX_CONTENT_LENGTH",
         "PROXY_FIX_X_FOR",
+        "AUTH_MAX_TOKENS_PER_USER",
+        "AUTH_REFRESH_GRACE_SECONDS",
+        "MAIL_PORT",
+        "NOTIFY_MAX_ATTEMPTS",
+        "NOTIFY_RETRY_DELAY",
     ):
         value = _int_or_none(name, config[name])
         if value is None:
             raise ConfigError(f"{name} must be set to a whole number")
         config[name] = value
+    config["METRICS_ENABLED"] = _flag(config["METRICS_ENABLED"])
+    config["LOG_FORMAT"] = str(config["LOG_FORMAT"]).strip().lower()
+    if config["LOG_FORMAT"] not in ("text", "json"):
+        raise ConfigError(f"LOG_FORMAT must be text or json, got {config['LOG_FORMAT']!r}")
+    if config["AUTH_MAX_TOKENS_PER_USER"] < 1:
+        raise ConfigError("AUTH_MAX_TOKENS_PER_USER must be at least 1: a user needs a token to log in")
     if not str(config.get("FREE_PLAN") or "").strip():
         raise ConfigError("FREE_PLAN must name the plan of a user with no valid subscription")
+    _notification_channels(config)
 
 
 def require_serving(config):
@@ -146,3 +178,53 @@ def serving_config(environ=None):
     validate(config)
     require_serving(config)
     return config
+
+
+def _webhook_secret(raw):
+    # Standard Webhooks: "whsec_" + base64 of a 24 to 64 byte key.
+    try:
+        key = base64.b64decode(raw.removeprefix("whsec_"), validate=True)
+    except (binascii.Error, ValueError):
+        key = b""
+    if not raw.startswith("whsec_") or not 24 <= len(key) <= 64:
+        raise ConfigError("NOTIFY_WEBHOOK_SECRET must be whsec_ followed by the base64 of a 24 to 64 byte key "
+                          "(Standard Webhooks)")
+    return raw
+
+
+def _notification_channels(config):
+    """Check the email and app-webhook channel settings (CONTRACT "Additions": configuration)."""
+    for name in ("MAIL_USE_TLS", "MAIL_USE_SSL"):
+        config[name] = _flag(config[name])
+    if config["MAIL_USE_TLS"] and config["MAIL_USE_SSL"]:
+        raise ConfigError("MAIL_USE_TLS (STARTTLS) and MAIL_USE_SSL (implicit TLS) exclude each other: set one")
+    if not 0 < config["MAIL_PORT"] < 65536:
+        raise ConfigError(f"MAIL_PORT must be a TCP port (1-65535), got {config['MAIL_PORT']}")
+    server = str(config["MAIL_SERVER"] or "").strip()
+    if server and (":" in server or "/" in server or " " in server):
+        raise ConfigError(f"MAIL_SERVER must be a host name or address (the port goes in MAIL_PORT), got {server!r}")
+    config["MAIL_SERVER"] = server
+    if "@" not in parseaddr(str(config["MAIL_DEFAULT_SENDER"]))[1]:
+        raise ConfigError(f"MAIL_DEFAULT_SENDER must be an email address, got {config['MAIL_DEFAULT_SENDER']!r}")
+    if config["NOTIFY_MAX_ATTEMPTS"] < 1 or config["NOTIFY_RETRY_DELAY"] < 1:
+        raise ConfigError("NOTIFY_MAX_ATTEMPTS and NOTIFY_RETRY_DELAY must be at least 1")
+    _webhook_channel(config)
+
+
+def _webhook_channel(config):
+    url = str(config["NOTIFY_WEBHOOK_URL"] or "").strip()
+    config["NOTIFY_WEBHOOK_URL"] = url
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
+        valid = parts.scheme in {"http", "https"} and bool(parts.hostname)
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ConfigError(f"NOTIFY_WEBHOOK_URL must be an http:// or https:// URL with a host, got {url!r}")
+    secret = str(config["NOTIFY_WEBHOOK_SECRET"] or "").strip()
+    if not secret:
+        raise ConfigError("NOTIFY_WEBHOOK_SECRET is not set: it is required when NOTIFY_WEBHOOK_URL is set")
+    config["NOTIFY_WEBHOOK_SECRET"] = _webhook_secret(secret)

@@ -52,6 +52,31 @@ class Unauthenticated(AppError):
         return cls(f"The bearer token is invalid: {reason}.", headers={"WWW-Authenticate": challenge})
 
 
+class TokenReused(Unauthenticated):
+    """A token already rotated out by refresh came back after the grace window: its family was revoked.
+
+    A distinct class because the revocation must be committed although the request fails.
+    """
+
+    @classmethod
+    def detected(cls):
+        challenge = 'Bearer realm="api", error="invalid_token", error_description="token reuse detected"'
+        return cls("The bearer token was already rotated out by a refresh; every token of its refresh chain "
+                   "is now revoked. Log in again.", headers={"WWW-Authenticate": challenge})
+
+
+class InsufficientScope(AppError):
+    """403 with an RFC 6750 ``insufficient_scope`` challenge (section 3.1): the token lacks an ability."""
+
+    status = 403
+    code = "insufficient_scope"
+
+    @classmethod
+    def for_ability(cls, ability):
+        return cls(f"The bearer token lacks the ability {ability!r}.", details={"ability": ability},
+                   headers={"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{ability}"'})
+
+
 class NotFound(AppError):
     status = 404
     code = "not_found"
@@ -74,6 +99,15 @@ class AlreadySubscribed(Conflict):
                    "instead of starting another subscription.", details={"status": status})
 
 
+class TooManyTokens(Conflict):
+    code = "too_many_tokens"
+
+    @classmethod
+    def over_limit(cls, limit):
+        return cls(f"A user may hold at most {limit} live tokens (AUTH_MAX_TOKENS_PER_USER); revoke one first.",
+                   details={"limit": limit})
+
+
 class EmailTaken(Conflict):
     code = "email_taken"
     message = "An account with this email already exists."
@@ -86,6 +120,37 @@ class UnknownPrice(AppError):
     @classmethod
     def for_price(cls, price):
         return cls(f"Price {price!r} is not offered by this service.", details={"price": price})
+
+
+class InvalidJson(AppError):
+    """A body that is not JSON (RFC 8259) the service can read; see ``app.jsonbody``."""
+
+    status = 400
+    code = "invalid_json"
+    message = "The request body is not valid JSON."
+
+
+class UnsupportedMediaType(AppError):
+    status = 415
+    code = "unsupported_media_type"
+    message = "The request body must be JSON, sent with Content-Type: application/json."
+
+    @classmethod
+    def expecting(cls, expected, received):
+        return cls(f"The request body must be sent with Content-Type: {expected}.",
+                   details={"expected": expected, "received": received or None})
+
+
+class UriTooLong(AppError):
+    status = 414
+    code = "uri_too_long"
+    message = "The URL is longer than the service accepts."
+
+
+class HeaderFieldsTooLarge(AppError):
+    status = 431
+    code = "request_header_fields_too_large"
+    message = "The request headers are larger than the service accepts."
 
 
 class InvalidSignature(AppError):
@@ -117,6 +182,12 @@ class ServiceUnavailable(AppError):
         # The operator's mistake, not the client's: 503 so that the provider keeps retrying
         # (for up to three days) until the setting is fixed, instead of dropping the events.
         return cls(f"The service is not configured for this endpoint: {name} is not set.")
+
+    @classmethod
+    def rate_limit_store(cls, retry_after):
+        # Failing closed: without its counter, login would take unlimited password guesses.
+        return cls("The rate-limit store is not answering; try again shortly.",
+                   headers={"Retry-After": str(retry_after)})
 
 
 class ProviderUnavailable(ServiceUnavailable):
@@ -190,8 +261,8 @@ def handle_app_error(error):
 
 
 def _validation_details(messages):
-    # webargs nests messages by location ({"json": {...}}); clients only ever send JSON bodies.
-    if isinstance(messages, dict) and set(messages) <= {"json", "query", "headers", "form", "view_args"}:
+    # webargs nests messages by location ({"json": {...}}); the field names are unique across them.
+    if isinstance(messages, dict) and set(messages) <= {"json", "query", "headers", "form", "view_args", "path"}:
         merged = {}
         for part in messages.values():
             merged.update(part if isinstance(part, dict) else {"_schema": part})
@@ -207,11 +278,10 @@ def handle_http_exception(error):
     headers = dict(data.get("headers") or {})
     if status == 405 and error.valid_methods:
         headers["Allow"] = ", ".join(error.valid_methods)
-    if status == 400 and messages:
-        # webargs answers 400 only for a body that is not JSON at all.
-        return error_response(400, "invalid_json", "The request body is not valid JSON.", None, headers)
     code = _HTTP_CODES.get(status) or re.sub(r"\W+", "_", error.name.lower()).strip("_")
     message = _HTTP_MESSAGES.get(status) or error.description or error.name
+    if status == 422 and isinstance(messages, dict) and set(messages) == {"query"}:
+        message = "The query parameters are not valid."
     details = _validation_details(messages) if status == 422 else None
     return error_response(status, code, message, details, headers)
 

@@ -10,10 +10,23 @@ from app.timeutil import isoformat_z
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 
 
-class _StorableText:
-    """Mixin for request string fields: refuse NUL and unpaired surrogates, so such input is a 422."""
+# The same rule for the OpenAPI document: NUL as an ECMA-262 pattern; unpaired surrogates only in
+# words, as regex engines on UTF-8 text (schemathesis's jsonschema-rs) cannot even express them.
+STORABLE_PATTERN = r"^[^\u0000]*$"
+STORABLE_DESCRIPTION = "Must not contain NUL characters or unpaired UTF-16 surrogates."
 
-    default_error_messages = {"unstorable": "Must not contain NUL characters or unpaired UTF-16 surrogates."}
+
+class _StorableText:
+    """Mixin for request string fields: refuse NUL and unpaired surrogates, so such input is a 422.
+
+    The OpenAPI document says so in each field's pattern and description (a field may give its own).
+    """
+
+    default_error_messages = {"unstorable": STORABLE_DESCRIPTION}
+
+    def __init__(self, *args, metadata=None, **kwargs):
+        metadata = {"pattern": STORABLE_PATTERN, "description": STORABLE_DESCRIPTION, **(metadata or {})}
+        super().__init__(*args, metadata=metadata, **kwargs)
 
     def _deserialize(self, value, attr, data, **kwargs):
         value = super()._deserialize(value, attr, data, **kwargs)

@@ -1,9 +1,8 @@
 import logging
 from logging.config import fileConfig
 
-from flask import current_app
-
 from alembic import context
+from flask import current_app
 
 import app.models  # noqa: F401  (every table must be on the metadata autogenerate compares)
 

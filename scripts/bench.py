@@ -159,6 +159,16 @@ def post_json(port, path, payload):
     return status, json.loads(body or b"null")
 
 
+def create_scoped_token(port, token):
+    """Create a personal access token with only ``profile:read``, what ``/auth/me`` needs; return its plain text."""
+    status, body = request(port, "POST", "/auth/tokens",
+                           json.dumps({"name": "bench", "abilities": ["profile:read"]}).encode(),
+                           {"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    if status != 201:
+        raise RuntimeError(f"creating a scoped token failed: {status} {body!r}")
+    return json.loads(body)["access_token"]
+
+
 # --- databases ------------------------------------------------------------------------------------
 
 
@@ -470,6 +480,76 @@ def run_prune(env):
     return result
 
 
+# --- notification delivery (issue 10): one worker draining the outbox to a local SMTP server ------
+
+DELIVERIES = 2_000
+
+
+def bench_delivery_worker(db, env, user_id, workdir, count=DELIVERIES):
+    """Queue ``count`` email deliveries, drain them with one ``flask deliver-notifications --once`` to a
+    local aiosmtpd server (its ``Sink`` handler accepts and drops); return the rate and the counts.
+
+    The rate is over the span of the rows' ``delivered_at`` (the worker's own sending time); the
+    whole process, start-up and SMTP check included, is reported beside it.
+    """
+    from app.models import NotificationDelivery
+
+    now = datetime.now(UTC)
+    with db.engine.begin() as conn:
+        conn.execute(insert(Notification.__table__), [
+            {"user_id": user_id, "kind": "payment_failed", "event_id": f"evt_bench_delivery_{i}", "created_at": now,
+             "data": {"subscription": "sub_bench", "invoice": f"in_bench_{i}", "attempt_count": 1,
+                      "next_payment_attempt": None, "hosted_invoice_url": "https://pay.example/in"}}
+            for i in range(count)])
+        ids = conn.execute(select(Notification.id).where(Notification.event_id.like("evt_bench_delivery_%"))).scalars()
+        conn.execute(insert(NotificationDelivery.__table__), [
+            {"notification_id": i, "channel": "email", "status": "pending", "attempts": 0, "next_attempt_at": now,
+             "created_at": now, "updated_at": now} for i in ids])
+    smtp_port = free_port()
+    smtp = Service("smtp", [sys.executable, "-m", "aiosmtpd", "-n", "-l", f"{HOST}:{smtp_port}",
+                            "-c", "aiosmtpd.handlers.Sink"], env, workdir)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection((HOST, smtp_port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"aiosmtpd did not come up: {smtp.log_path.read_text()[-2000:]}") from None
+                time.sleep(0.1)
+        started = time.perf_counter()
+        worker = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "deliver-notifications", "--once"],
+                                cwd=REPO, env={**env, "MAIL_SERVER": HOST, "MAIL_PORT": str(smtp_port)},
+                                capture_output=True, text=True)
+        wall = time.perf_counter() - started
+    finally:
+        smtp.stop()
+    if worker.returncode != 0:
+        raise RuntimeError(f"deliver-notifications failed:\n{worker.stdout}{worker.stderr}")
+    delivered = NotificationDelivery.status == "delivered"
+    with db.engine.connect() as conn:
+        first, last, done = conn.execute(select(func.min(NotificationDelivery.delivered_at),
+                                                func.max(NotificationDelivery.delivered_at),
+                                                func.count()).where(delivered)).one()
+    span = (last - first).total_seconds() if done > 1 else None
+    result = {"queued": count, "delivered": done, "seconds": span, "process_seconds": wall,
+              "per_s": (done - 1) / span if span else None, "output": worker.stdout.strip().splitlines()[-1:]}
+    log(f"delivery worker: {done} of {count} in {wall:.1f} s, {_f(result['per_s'], 0)} notifications/s")
+    return result
+
+
+def delivery_rows(kind, r):
+    """The table's delivery-worker row, when this database ran it (PostgreSQL)."""
+    delivery = r.get("delivery")
+    if delivery is None:
+        return []
+    return [[kind, "notification delivery worker, email to local aiosmtpd, 1 worker (`--once`)",
+             f"{_f(delivery['per_s'], 0)} notifications/s", "", "", str(delivery["queued"] - delivery["delivered"]),
+             f"{delivery['delivered']:,} of {delivery['queued']:,} delivered; "
+             f"process {_f(delivery['process_seconds'])} s with start-up", "(no target)", "info"]]
+
+
 # --- one database ---------------------------------------------------------------------------------
 
 
@@ -501,6 +581,7 @@ def bench_database(kind, args, wrk, emulator_url, workdir):
             run_wrk(wrk, port, path, 2, workdir, token)
         out["bare"] = run_wrk(wrk, port, "/_bench/bare", args.duration, workdir, token)
         out["me"] = run_wrk(wrk, port, "/auth/me", args.duration, workdir, token)
+        out["me_scoped"] = run_wrk(wrk, port, "/auth/me", args.duration, workdir, create_scoped_token(port, token))
 
         seed_other_tokens(db, user_id, args.other_tokens)
         out["me_many_tokens"] = run_wrk(wrk, port, "/auth/me", args.duration, workdir, token)
@@ -532,6 +613,8 @@ def bench_database(kind, args, wrk, emulator_url, workdir):
         out["prune"]["tokens"] = args.prune_tokens
         out["prune"]["remaining"] = count_rows(db, AccessToken)
         out["prune"]["left_expired"] = count_rows(db, AccessToken, AccessToken.name == "bench-expired")
+        if kind == "postgres":
+            out["delivery"] = bench_delivery_worker(db, env, user_id, workdir)
         return out
     finally:
         if gunicorn is not None:
@@ -560,6 +643,13 @@ def table_rows(kind, r, args):
     rows.append([kind, f"`GET /auth/me`, valid token, {CONNECTIONS} conn", f"{_f(me['rps'], 0)} req/s",
                  _f(me["p50_ms"]), _f(me["p99_ms"]), str(me["errors"]), f"{share:.0%} of bare",
                  f">= {ME_MIN_SHARE_OF_BARE:.0%} of bare, p99 < {ME_MAX_P99_MS:g} ms, 0 errors", verdict(me_ok)])
+    scoped = r["me_scoped"]
+    scoped_cost = 1 - scoped["rps"] / me["rps"] if me["rps"] else 1.0
+    scoped_ok = scoped_cost < TOKENS_MAX_COST and scoped["errors"] == 0
+    rows.append([kind, "`GET /auth/me`, personal token scoped to `profile:read`", f"{_f(scoped['rps'], 0)} req/s",
+                 _f(scoped["p50_ms"]), _f(scoped["p99_ms"]), str(scoped["errors"]),
+                 f"cost {scoped_cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors",
+                 verdict(scoped_ok)])
     cost = 1 - many["rps"] / me["rps"] if me["rps"] else 1.0
     many_ok = cost < TOKENS_MAX_COST and many["errors"] == 0
     rows.append([kind, f"`GET /auth/me`, user owns {many['other_tokens']:,} other tokens",
@@ -644,7 +734,7 @@ def main(argv=None):
         finally:
             emulator.stop()
 
-    rows = [row for kind in kinds for row in table_rows(kind, results[kind], args)]
+    rows = [row for kind in kinds for row in table_rows(kind, results[kind], args) + delivery_rows(kind, results[kind])]
     table = render_table(rows)
     wall = time.perf_counter() - started
     print(table)

@@ -5,10 +5,13 @@ its own on spare ports and stops it at the end. The client side is plain HTTP; p
 Stripe.js would do in a browser, done here with the stripe SDK against the emulator.
 """
 import json
+import mailbox
+import re
 import secrets
 import sys
 import time
 from contextlib import nullcontext
+from email import message_from_binary_file, policy
 from pathlib import Path
 
 import requests
@@ -32,6 +35,7 @@ class Demo:
     def __init__(self, env):
         self.base = env["SERVICE_URL"]
         self.emulator = env["PROVIDER_API_BASE"]
+        self.maildir = env["MAILDIR"]
         self.prices = {plan: price for price, plan in json.loads(env["PROVIDER_PLANS"]).items()}
         self.stripe = stripe.StripeClient(API_KEY, base_addresses={"api": self.emulator})
         self.http = requests.Session()
@@ -62,7 +66,33 @@ class Demo:
         return self.http.get(self.base + "/auth/me", timeout=30).json()
 
     def kinds(self):
-        return [n["kind"] for n in self.http.get(self.base + "/notifications", timeout=30).json()["data"]]
+        return [n["kind"] for n in self.notifications()]
+
+    def dunning(self, subscription_id):
+        """A failed renewal, past due, then recovery with a good card on Stripe's hosted invoice page."""
+        self.step("The card on file is replaced by one that cannot be charged (4000 0000 0000 0341)")
+        self.stripe.v1.subscriptions.update(subscription_id,
+                                            params={"default_payment_method": "pm_card_chargeCustomerFail"})
+        self.step("A month passes at the provider: the renewal fails and the subscription is past due")
+        period_end = self.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].current_period_end
+        now = requests.get(f"{self.emulator}/_emulator/clock", timeout=30).json()["now"]
+        requests.post(f"{self.emulator}/_emulator/clock/advance", json={"seconds": period_end - now + 60}, timeout=30)
+        self.until("payment_failed and past_due notifications",
+                   lambda: {"payment_failed", "past_due"} <= set(self.kinds()))
+        self.call("GET", "/subscription", 200)
+        failed = next(n for n in self.notifications() if n["kind"] == "payment_failed")
+        data = failed["data"]
+        print(f"    next retry at {data['next_payment_attempt']}; pay at {data['hosted_invoice_url']}")
+        self.step("The user pays the open invoice with a good card on the hosted invoice page (card 4242)")
+        paid = requests.post(failed["data"]["hosted_invoice_url"] + "/pay", data={"payment_method": "pm_card_visa"},
+                             timeout=30)
+        print(f"    hosted invoice page -> {paid.status_code}")
+        self.until("payment_recovered and the plan is basic again",
+                   lambda: "payment_recovered" in self.kinds() and self.me()["plan"] == "basic")
+        self.call("GET", "/subscription", 200)
+
+    def notifications(self):
+        return self.http.get(self.base + "/notifications", timeout=30).json()["data"]
 
     def run(self):
         """Walk through the flow, then put the emulator's clock back where it was, even on a failure.
@@ -97,6 +127,7 @@ class Demo:
         self.until("plan is basic and the card is on the profile", lambda: self.me()["plan"] == "basic"
                    and self.me()["card"] is not None)
         self.call("GET", "/auth/me", 200)
+        self.dunning(subscription_id)
         self.step("Cancel at period end in the billing portal")
         portal = self.call("POST", "/subscription/portal", 200, json={})
         form = requests.post(f"{portal['url']}/subscriptions/{subscription_id}/cancel_at_period_end", timeout=30)
@@ -109,21 +140,39 @@ class Demo:
         self.until("plan back to free", lambda: self.me()["plan"] == "free")
         self.call("GET", "/auth/me", 200)
         self.step("Notifications, newest first")
-        self.call("GET", "/notifications", 200)
+        notified = len(self.call("GET", "/notifications", 200)["data"])
         self.step("Refresh rotates the token; logout deletes it")
         refreshed = self.call("POST", "/auth/token/refresh", 200)
         self.http.headers["Authorization"] = f"Bearer {refreshed['access_token']}"
         self.call("POST", "/auth/logout", 204)
         self.call("GET", "/auth/me", 401)
+        self.show_mail(email, notified)
         print("\nDemo complete.")
+
+    def show_mail(self, email, count):
+        """Wait for the worker to mail every notification of ``email``; print them, oldest first."""
+        self.step(f"The emails the flow produced, as the delivery worker sent them (Maildir {self.maildir})")
+        self.until(f"{count} emails to {email}", lambda: len(self.mails(email)) >= count, seconds=30)
+        for message in self.mails(email):
+            print(f"\n    --- {message['Date']}  {message['Message-ID']}\n    To: {message['To']}\n"
+                  f"    Subject: {message['Subject']}\n")
+            for line in message.get_body(("plain",)).get_content().strip().splitlines():
+                print(f"    {line}")
+
+    def mails(self, email):
+        inbox = mailbox.Maildir(self.maildir,
+                                factory=lambda file: message_from_binary_file(file, policy=policy.default))
+        messages = [m for m in inbox if m["To"] == email]
+        return sorted(messages, key=lambda m: int(re.search(r"\d+", m["Message-ID"]).group()))
 
 
 def main():
     env = read_dev_env()
-    stack = nullcontext(env) if env else Stack(port=5077, emulator_port=12177,
-                                              database_url=f"sqlite:///{Path('instance').resolve()}/demo.db")
+    stack = nullcontext(env) if env else Stack(port=5077, emulator_port=12177, smtp_port=8077,
+                                              database_url=f"sqlite:///{Path('instance').resolve()}/demo.db",
+                                              maildir=Path("instance/demo-mail").resolve())
     if env is None:
-        print("No running `make run` stack found; starting one for the demo (ports 5077 and 12177).", flush=True)
+        print("No running `make run` stack found; starting one for the demo (ports 5077, 12177, 8077).", flush=True)
     with stack as running:
         Demo(running).run()
 

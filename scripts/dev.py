@@ -1,8 +1,10 @@
-"""``make run``: the local Stripe emulator and the service, wired together, on 127.0.0.1.
+"""``make run``: the local Stripe emulator, an SMTP server and the service, wired together, on 127.0.0.1.
 
 Starts the emulator, creates the demo products and prices there, registers the service's
-webhook endpoint (the emulator issues the signing secret), applies the migrations and runs the
-service. The environment it used is written to ``instance/dev.env`` so that other terminals
+webhook endpoint (the emulator issues the signing secret), starts a local SMTP server (aiosmtpd)
+that files every message in a Maildir under ``instance/``, applies the migrations and runs the
+service and the notification delivery worker (``flask deliver-notifications``). The environment
+it used is written to ``instance/dev.env`` so that other terminals
 (``make demo``, ``flask sync-user``) can join in with ``set -a; . instance/dev.env; set +a``.
 Remember-me (``AUTH_REMEMBER_ME``) is on.
 """
@@ -10,6 +12,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -42,6 +45,23 @@ def wait_for(url, seconds=20):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{url} did not answer within {seconds} s") from None
             time.sleep(0.1)
+
+
+def port_taken(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait_for_port(port, seconds=20):
+    """Wait until something accepts TCP connections on 127.0.0.1:``port``, or raise after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not port_taken(port):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing listens on port {port} after {seconds} s")
+        time.sleep(0.1)
 
 
 def answers(url):
@@ -77,8 +97,10 @@ def set_up_provider(emulator_url, service_url):
 class Stack:
     """The emulator and the service as child processes; ``with Stack(...) as env:`` starts and stops them."""
 
-    def __init__(self, port=5000, emulator_port=12111, database_url=None, env_file=DEV_ENV):
+    def __init__(self, port=5000, emulator_port=12111, database_url=None, smtp_port=8025, maildir=None,
+                 env_file=DEV_ENV):
         self.port, self.emulator_port, self.database_url = port, emulator_port, database_url
+        self.smtp_port, self.maildir = smtp_port, Path(maildir or ROOT / "instance" / "mail")
         self.env_file = env_file
         self.processes = []
 
@@ -93,9 +115,17 @@ class Stack:
         for url in (service_url + "/health", emulator_url + "/_emulator/clock"):
             if answers(url):
                 raise SystemExit(f"{url} is already taken: stop what runs there, or pick other ports")
+        if port_taken(self.smtp_port):
+            raise SystemExit(f"port {self.smtp_port} (SMTP) is already taken: stop what runs there, or pick another")
         self._spawn(["-m", "scripts.stripe_emulator", "--port", str(self.emulator_port)])
+        self.maildir.parent.mkdir(parents=True, exist_ok=True)
+        # aiosmtpd's Mailbox handler files each message it accepts in a Maildir (one file in new/).
+        self._spawn(["-m", "aiosmtpd", "-n", "-l", f"127.0.0.1:{self.smtp_port}", "-c", "aiosmtpd.handlers.Mailbox",
+                     str(self.maildir)])
         wait_for(emulator_url + "/_emulator/clock")
-        provider_env = set_up_provider(emulator_url, service_url)
+        wait_for_port(self.smtp_port)
+        provider_env = {**set_up_provider(emulator_url, service_url), "MAIL_SERVER": "127.0.0.1",
+                        "MAIL_PORT": str(self.smtp_port), "MAILDIR": str(self.maildir)}
         env = {**os.environ, **provider_env, **SETTINGS}
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
@@ -103,6 +133,7 @@ class Stack:
         self.env_file.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, **SETTINGS}.items()))
         subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env, check=True)
         self._spawn(["-m", "flask", "run", "--host", "127.0.0.1", "--port", str(self.port), "--no-reload"], env)
+        self._spawn(["-m", "flask", "deliver-notifications"], env)
         wait_for(service_url + "/health")
         database = self.database_url or env.get("DATABASE_URL") or f"sqlite:///{ROOT / 'instance' / 'app.db'}"
         return {**provider_env, "DATABASE": database, "EMULATOR_URL": emulator_url}
@@ -126,16 +157,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--emulator-port", type=int, default=12111)
+    parser.add_argument("--smtp-port", type=int, default=8025)
     args = parser.parse_args(argv)
-    stack = Stack(args.port, args.emulator_port)
+    stack = Stack(args.port, args.emulator_port, smtp_port=args.smtp_port)
     with stack as env:
         plans = ", ".join(f"{plan}={price}" for price, plan in json.loads(env["PROVIDER_PLANS"]).items())
         print(f"\n  service:   {env['SERVICE_URL']}  (OpenAPI at {env['SERVICE_URL']}/openapi.json)"
               f"\n  database:  {env['DATABASE']}"
               f"\n  emulator:  {env['EMULATOR_URL']}  (Stripe API; webhooks go to /provider/webhook)"
               f"\n  prices:    {plans}"
+              f"\n  mail:      {env['MAILDIR']}  (Maildir: one file per message in new/; SMTP on "
+              f"127.0.0.1:{env['MAIL_PORT']}, delivered by `flask deliver-notifications`)"
               f"\n  env:       {DEV_ENV.relative_to(ROOT)}  (set -a; . {DEV_ENV.relative_to(ROOT)}; set +a)"
-              "\n  Ctrl-C stops both.\n", flush=True)
+              "\n  Ctrl-C stops them all.\n", flush=True)
         try:
             while all(process.poll() is None for process in stack.processes):
                 time.sleep(0.5)

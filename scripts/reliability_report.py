@@ -18,6 +18,7 @@ ROWS = {
     "duplicate_deliveries": "Duplicate deliveries",
     "reordered_deliveries": "Deliveries after a newer event of the same customer",
     "parallel_requests": "Requests sent in parallel to 4 gunicorn workers",
+    "metrics_requests_two_workers": "Requests to 2 gunicorn workers (gunicorn.conf.py), each scrape counting all",
     "webhook_retries_after_5xx": "5xx answers retried (provider-style) until accepted",
     "faults_injected": "Faults injected (database lost/locked, provider down/slow, worker killed)",
     "provider_fault_max_ms": "Slowest 503 with the provider down or slow (ms)",
@@ -26,6 +27,13 @@ ROWS = {
     "login_timing_median_diff_us": "Login: unknown email vs wrong password, median difference (µs)",
     "brute_force_guesses_before_429": "Login guesses answered before 429 (4 workers, `memory://`: counted per worker)",
     "brute_force_guesses_before_429_shared": "Login guesses answered before 429 (4 workers sharing Redis; limit 10)",
+    "refresh_races": "Rounds of 10 concurrent refreshes of one token (4 workers)",
+    "refresh_race_winners_max": "Most refreshes answered 200 in one round (must be 1)",
+    "notifications_queued": "Notifications queued for email during an SMTP outage (2 workers)",
+    "smtp_outage_ms": "SMTP server down (ms)",
+    "notification_failed_attempts": "Delivery attempts failed meanwhile, retried with backoff",
+    "notifications_mailed": "Notifications mailed (must equal queued)",
+    "notifications_mailed_twice": "Notifications mailed twice (must be 0)",
     "lost_updates": "Lost or wrong updates (must be 0)",
 }
 

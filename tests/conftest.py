@@ -26,6 +26,7 @@ from app.billing.events import REQUIRED_EVENT_TYPES
 from app.extensions import db
 from app.models import User
 from scripts.stripe_emulator.testing import RunningEmulator
+from tests.receivers import HttpReceiver, SmtpSink
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "migrations")
 WEBHOOK_SECRET = "whsec_test_secret"
@@ -245,3 +246,19 @@ def holding_lock(database_url, postgres_statement):
         holder.close()
         if engine is not None:
             engine.dispose()
+
+
+@pytest.fixture
+def smtp_server():
+    """A real SMTP server (aiosmtpd) on 127.0.0.1 that keeps what it accepts (``tests.receivers.SmtpSink``)."""
+    sink = SmtpSink().start()
+    yield sink
+    sink.stop()
+
+
+@pytest.fixture
+def http_receiver():
+    """A real HTTP server on 127.0.0.1 that keeps every request (``tests.receivers.HttpReceiver``)."""
+    receiver = HttpReceiver().start()
+    yield receiver
+    receiver.stop()

@@ -22,6 +22,10 @@ DAY = 86400
 
 @pytest.fixture
 def flow(live, emulator, stripe_client, prices):
+    return start_flow(live, emulator, stripe_client, prices)
+
+
+def start_flow(live, emulator, stripe_client, prices):
     """A registered, logged-in user on the live service; webhooks wait for ``flush()``."""
     app, base_url = live
     emulator.pause_delivery()

@@ -17,6 +17,10 @@ from tests.conftest import BASE_CONFIG
     ({"PROVIDER_PLANS": "{not json"}, "PROVIDER_PLANS"),
     ({"PROVIDER_WEBHOOK_TOLERANCE": "soon"}, "PROVIDER_WEBHOOK_TOLERANCE"),
     ({"FREE_PLAN": " "}, "FREE_PLAN"),
+    ({"AUTH_MAX_TOKENS_PER_USER": "0"}, "AUTH_MAX_TOKENS_PER_USER"),
+    ({"AUTH_MAX_TOKENS_PER_USER": "many"}, "AUTH_MAX_TOKENS_PER_USER"),
+    ({"AUTH_REFRESH_GRACE_SECONDS": "-5"}, "AUTH_REFRESH_GRACE_SECONDS"),
+    ({"AUTH_REFRESH_GRACE_SECONDS": "10s"}, "AUTH_REFRESH_GRACE_SECONDS"),
 ])
 def test_bad_configuration_names_the_variable(override, name):
     with pytest.raises(ConfigError, match=name):
@@ -49,7 +53,10 @@ def test_environment_is_read(monkeypatch):
     monkeypatch.setenv("AUTH_TOKEN_EXPIRATION", "60")
     monkeypatch.setenv("PROVIDER_PLANS", '{"price_1": "pro"}')
     monkeypatch.setenv("DATABASE_URL", "sqlite:///:memory:")
+    monkeypatch.setenv("AUTH_MAX_TOKENS_PER_USER", "5")
+    monkeypatch.setenv("AUTH_REFRESH_GRACE_SECONDS", "30")
     app = create_app({"TESTING": True})
+    assert (app.config["AUTH_MAX_TOKENS_PER_USER"], app.config["AUTH_REFRESH_GRACE_SECONDS"]) == (5, 30)
     assert app.config["PROVIDER_WEBHOOK_SECRET"] == ["whsec_old", "whsec_new"]
     assert app.config["AUTH_TOKEN_EXPIRATION"] == 60
     assert app.config["PROVIDER_PLANS"] == {"price_1": "pro"}

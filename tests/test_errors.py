@@ -49,11 +49,6 @@ def test_odd_input_is_refused_cleanly(client, email):
                  "validation_error")
 
 
-def test_non_json_content_type_is_a_422(client):
-    assert_error(client.post("/auth/login", data="email=a&password=b",
-                             content_type="application/x-www-form-urlencoded"), 422, "validation_error")
-
-
 def test_unexpected_exception_is_a_json_500_logged_with_the_request_id(make_app, caplog):
     app = make_app()
     app.config["PROPAGATE_EXCEPTIONS"] = False
@@ -124,3 +119,10 @@ def test_a_postgresql_lock_timeout_is_a_503_and_other_database_errors_a_500(make
     response = app.test_client().post("/locked")
     assert_error(response, status, "service_unavailable" if status == 503 else "internal_error")
     assert "UPDATE users" not in response.get_data(as_text=True)
+
+
+def test_invalid_query_parameters_are_named_as_such(client, auth_headers):
+    error = assert_error(client.get("/notifications?limit=0", headers=auth_headers), 422, "validation_error")
+    assert error["message"] == "The query parameters are not valid." and "limit" in error["details"]
+    error = assert_error(client.post("/auth/login", json={}), 422, "validation_error")
+    assert error["message"] == "The request body is not valid."

@@ -1,6 +1,9 @@
-"""``GET /health`` reports whether the database answers."""
+"""``GET /health`` reports whether the database answers; ``GET /health/ready`` every configured part."""
+import pytest
+
 from app import create_app
 from tests.conftest import BASE_CONFIG
+from tests.receivers import free_port
 
 
 def test_health_is_ok_when_the_database_answers(client):
@@ -13,3 +16,41 @@ def test_health_is_503_when_the_database_is_gone(tmp_path):
     response = app.test_client().get("/health")
     assert response.status_code == 503
     assert response.json["error"]["code"] == "service_unavailable"
+
+
+def test_ready_checks_only_the_database_by_default(client):
+    response = client.get("/health/ready")
+    assert response.status_code == 200
+    assert response.json == {"status": "ok", "checks": {"database": "ok"}}
+
+
+def test_ready_checks_the_rate_limit_store_and_the_smtp_server_when_configured(make_app, smtp_server):
+    app = make_app(RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379/15", MAIL_SERVER="127.0.0.1",
+                   MAIL_PORT=smtp_server.port)
+    response = app.test_client().get("/health/ready")
+    assert response.status_code == 200
+    assert response.json["checks"] == {"database": "ok", "rate_limit_store": "ok", "smtp": "ok"}
+
+
+@pytest.mark.parametrize("down", ["rate_limit_store", "smtp"])
+def test_ready_is_503_naming_the_part_that_is_down(make_app, smtp_server, down):
+    closed_port = free_port()  # nothing listens there
+    app = make_app(
+        RATELIMIT_STORAGE_URI=f"redis://127.0.0.1:{closed_port if down == 'rate_limit_store' else 6379}/15",
+        MAIL_SERVER="127.0.0.1", MAIL_PORT=closed_port if down == "smtp" else smtp_server.port)
+    client = app.test_client()
+    response = client.get("/health/ready")
+    assert response.status_code == 503
+    error = response.json["error"]
+    assert error["code"] == "service_unavailable" and down in error["message"]
+    checks = error["details"]["checks"]
+    assert checks[down].startswith("unavailable") and checks["database"] == "ok"
+    assert [name for name, result in checks.items() if result != "ok"] == [down]
+    assert client.get("/health").status_code == 200  # liveness asks the database only
+
+
+def test_ready_is_503_when_the_database_is_gone(tmp_path):
+    app = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path}/missing-dir/x.db"})
+    response = app.test_client().get("/health/ready")
+    assert response.status_code == 503
+    assert response.json["error"]["details"]["checks"]["database"].startswith("unavailable")

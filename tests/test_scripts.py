@@ -15,6 +15,7 @@ def offset(emulator_url):
 
 def test_make_run_remembers_me_and_make_demo_leaves_the_clock_as_it_found_it(tmp_path, capsys):
     stack = Stack(port=free_port(), emulator_port=free_port(), database_url=f"sqlite:///{tmp_path / 'run.db'}",
+                  smtp_port=free_port(), maildir=tmp_path / "mail",
                   env_file=tmp_path / "dev.env")
     with stack as env:
         base = env["SERVICE_URL"]
@@ -38,8 +39,9 @@ class FailingDemo(Demo):
         raise SystemExit("expected 200, got 500")
 
 
-def test_make_demo_puts_the_clock_back_when_it_fails(emulator):
-    env = {"SERVICE_URL": "http://127.0.0.1:9", "PROVIDER_API_BASE": emulator.url, "PROVIDER_PLANS": "{}"}
+def test_make_demo_puts_the_clock_back_when_it_fails(emulator, tmp_path):
+    env = {"SERVICE_URL": "http://127.0.0.1:9", "PROVIDER_API_BASE": emulator.url, "PROVIDER_PLANS": "{}",
+           "MAILDIR": str(tmp_path)}
     emulator.reset()
     with pytest.raises(SystemExit, match="expected 200"):
         FailingDemo(env).run()

@@ -1,12 +1,13 @@
-"""Bearer authentication (RFC 6750): resolve the current token and user once per request."""
+"""Bearer authentication (RFC 6750): resolve the current token and user once per request, check abilities."""
 from functools import wraps
 
 from flask import g, request
 from flask_smorest import Blueprint
 
-from app.auth import tokens
-from app.errors import Unauthenticated
+from app.auth import abilities, tokens
+from app.errors import InsufficientScope, TokenReused, Unauthenticated
 from app.extensions import db
+from app.models.token import IP_LENGTH, USER_AGENT_LENGTH
 
 BEARER_SECURITY = [{"bearerAuth": []}]
 
@@ -25,12 +26,17 @@ def auth_required(view):
     """Require a valid bearer token; ``g.current_token`` and ``g.current_user`` are set for the view.
 
     Raises ``Unauthenticated`` (401 with ``WWW-Authenticate``) for a missing, malformed, unknown,
-    revoked or expired token. Documents the bearer security and the 401 in the OpenAPI document.
+    revoked, expired or rotated-out token. Documents the bearer security and the 401 in the
+    OpenAPI document. Put ``ability_required`` under it where the endpoint needs an ability.
     """
 
     @wraps(view)
     def wrapper(*args, **kwargs):
-        token = tokens.authenticate(_credential())
+        try:
+            token = tokens.authenticate(_credential())
+        except TokenReused:
+            db.session.commit()  # the family's revocation stands although this request fails
+            raise
         if tokens.touch(token):
             # Committed before the view runs: the touch is an UPDATE, which holds the token's
             # row lock (on SQLite the database's write lock) until its transaction ends, and a
@@ -41,3 +47,32 @@ def auth_required(view):
         return view(*args, **kwargs)
 
     return Blueprint.doc(security=BEARER_SECURITY, responses={"401": "UNAUTHORIZED"})(wrapper)
+
+
+def ability_required(ability):
+    """Require that the current token may use ``ability`` (Sanctum's ``CheckAbilities``), under ``auth_required``.
+
+    Raises ``InsufficientScope`` (403 ``insufficient_scope`` with an RFC 6750 3.1 challenge naming
+    the ability). The ability is documented in the OpenAPI operation (``x-abilities`` and the 403).
+    """
+    if ability not in abilities.ABILITIES:
+        raise ValueError(f"unknown ability {ability!r}")
+
+    def decorator(view):
+        @wraps(view)
+        def wrapper(*args, **kwargs):
+            if not abilities.grants(g.current_token.abilities, ability):
+                raise InsufficientScope.for_ability(ability)
+            return view(*args, **kwargs)
+
+        return Blueprint.doc(**{"x-abilities": [ability]}, responses={"403": "FORBIDDEN"})(wrapper)
+
+    return decorator
+
+
+def seen_client():
+    """Return ``{"user_agent", "ip"}`` of the current request, cut to what a token stores."""
+    # PostgreSQL text cannot hold NUL; any other header character is storable.
+    user_agent = request.headers.get("User-Agent", "").replace("\x00", "") or None
+    return {"user_agent": user_agent[:USER_AGENT_LENGTH] if user_agent else None,
+            "ip": (request.remote_addr or "")[:IP_LENGTH] or None}

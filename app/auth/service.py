@@ -3,11 +3,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.auth import passwords, tokens
-from app.billing import plans
 from app.errors import EmailTaken, InvalidCredentials
 from app.extensions import db
 from app.models import User
-from app.timeutil import utcnow
 
 
 def normalise_email(email):
@@ -32,32 +30,18 @@ def register_user(email, password, name=None):
     return user
 
 
-def login(email, password, remember_me=False):
-    """Check credentials and issue a token; return ``(AccessToken, plain_text)``.
+def login(email, password, remember_me=False, client=None):
+    """Check credentials and issue a login token; return ``(AccessToken, plain_text)``.
 
     Raises ``InvalidCredentials`` for an unknown email and for a wrong password alike, after the
     same amount of hashing work. The token's lifetime follows SPEC 4 rule 1 (see
     ``tokens.login_lifetime``). A hash made with outdated parameters is upgraded on the way.
+    ``client`` (``{"user_agent", "ip"}``) is recorded on the token for the token list.
     """
     user = db.session.scalars(select(User).where(User.email == normalise_email(email))).first()
     if not passwords.verify_password(user.password_hash if user else None, password):
         raise InvalidCredentials()
     if passwords.needs_rehash(user.password_hash):
         user.password_hash = passwords.hash_password(password)
-    return tokens.issue(user, tokens.login_lifetime(remember_me))
+    return tokens.issue(user, tokens.login_lifetime(remember_me), client=client)
 
-
-def present_user(user):
-    """Return the CONTRACT "User" resource of ``user`` as a dict for ``UserSchema``."""
-    now = utcnow()
-    card = None
-    if user.pm_type and user.pm_last_four:
-        card = {"brand": user.pm_type, "last4": user.pm_last_four}
-    return {
-        "id": user.id,
-        "email": user.email,
-        "name": user.name,
-        "plan": plans.entitled_plan(user, now),
-        "card": card,
-        "subscription": plans.present_subscription(plans.current_subscription(user, now), now),
-    }

@@ -1,11 +1,15 @@
 """Personal access tokens: issue, verify, rotate, revoke and prune (SPEC 2, 3 and 5; CONTRACT "Token").
 
+The one place a bearer credential is checked (``authenticate``), refresh rotation with its
+families and reuse detection (issue 12), and the expiry rule shared by listing, cap and prune.
+
 A token's plain text is ``<id>|<AUTH_TOKEN_PREFIX><secret>``; the secret is 43 URL-safe characters
 (256 bits from ``secrets``) and only the SHA-256 hex digest of ``<prefix><secret>`` is stored.
 Functions here never commit: the caller owns the transaction.
 """
 import hashlib
 import hmac
+import logging
 import secrets
 from datetime import timedelta
 
@@ -13,10 +17,12 @@ from flask import current_app
 from sqlalchemy import bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import joinedload
 
-from app.errors import Unauthenticated
+from app.errors import TokenReused, Unauthenticated
 from app.extensions import db
-from app.models import AccessToken, User
+from app.models import AccessToken, RotatedToken, User
 from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
 
 TOKEN_NAME = "auth"
 REMEMBER_ME_LIFETIME = timedelta(days=30)
@@ -52,44 +58,81 @@ def effective_expiry(token):
     return None if lifetime is None else token.created_at + lifetime
 
 
-def issue(user, lifetime=None):
-    """Create a token named ``auth`` with no abilities for ``user``; return ``(token, plain_text)``.
+def family_of(token):
+    """Return the id of the refresh family of ``token``: the id of the token its chain started from."""
+    return token.family_id or token.id
 
-    ``lifetime`` (a ``timedelta``) sets an explicit ``expires_at``; ``None`` leaves the global
-    expiration in charge.
+
+def issue(user, lifetime=None, *, name=TOKEN_NAME, abilities=(), family_id=None, client=None):
+    """Create a token for ``user``; return ``(token, plain_text)``.
+
+    Defaults give the login token of SPEC 2: name ``auth``, no abilities (meaning all). ``lifetime``
+    (a ``timedelta``) sets an explicit ``expires_at``; ``None`` leaves the global expiration in
+    charge. ``family_id`` puts the token in a refresh family (``None`` starts one); ``client`` is
+    ``{"user_agent", "ip"}`` of the request that asked for it.
     """
     now = utcnow()
     secret = current_app.config["AUTH_TOKEN_PREFIX"] + secrets.token_urlsafe(32)
     token = AccessToken(
         user=user,
-        name=TOKEN_NAME,
+        name=name,
         token=_digest(secret),
-        abilities=[],
+        abilities=list(abilities),
+        family_id=family_id,
         created_at=now,
         expires_at=None if lifetime is None else now + lifetime,
+        **(client or {}),
     )
     db.session.add(token)
     db.session.flush()
     return token, f"{token.id}|{secret}"
 
 
-def authenticate(plain_text):
-    """Return the valid ``AccessToken`` (with its user loaded) for a bearer credential.
-
-    Raises ``Unauthenticated`` when the credential is malformed, unknown, does not match, or has
-    expired (SPEC 5 rule 4: expiry is checked on every authenticated request).
-    """
+def _parse(plain_text):
     token_id, _, secret = (plain_text or "").partition("|")
     # ASCII digits that fit a 64-bit key: anything else cannot name a token (and would overflow it).
     if not (token_id.isascii() and token_id.isdigit() and len(token_id) <= 18) or not secret:
         raise Unauthenticated.invalid_token("malformed token")
-    token = db.session.execute(_TOKEN_WITH_USER, {"token_id": int(token_id)}).unique().scalar_one_or_none()
-    if token is None or not hmac.compare_digest(token.token, _digest(secret)):
+    return int(token_id), _digest(secret)
+
+
+def authenticate(plain_text):
+    """Return the valid ``AccessToken`` (with its user loaded) for a bearer credential.
+
+    Raises ``Unauthenticated`` when the credential is malformed, unknown, does not match, or has
+    expired (SPEC 5 rule 4: expiry is checked on every authenticated request), and for a token
+    refresh rotated out (see ``_refuse_rotated``: ``TokenReused`` after the grace window).
+    """
+    token_id, digest = _parse(plain_text)
+    token = db.session.execute(_TOKEN_WITH_USER, {"token_id": token_id}).unique().scalar_one_or_none()
+    if token is None:
+        _refuse_rotated(token_id, digest)
+    if token is None or not hmac.compare_digest(token.token, digest):
         raise Unauthenticated.invalid_token("unknown or revoked token")
     expiry = effective_expiry(token)
     if expiry is not None and expiry <= utcnow():
         raise Unauthenticated.invalid_token("token expired")
     return token
+
+
+def _refuse_rotated(token_id, digest):
+    """Raise for a token that refresh rotated out; return for any other unknown id.
+
+    Within ``AUTH_REFRESH_GRACE_SECONDS`` of its rotation it is a client's concurrent or repeated
+    refresh (two tabs): 401, nothing else. Later it is a replay, by a thief or by the client the
+    thief beat to the refresh: the whole family is revoked and ``TokenReused`` raised (the caller
+    commits the revocation). The digest must match first, or any id would revoke a family.
+    """
+    rotated = db.session.get(RotatedToken, token_id)
+    if rotated is None or not hmac.compare_digest(rotated.token, digest):
+        return
+    grace = timedelta(seconds=current_app.config["AUTH_REFRESH_GRACE_SECONDS"])
+    if utcnow() - rotated.rotated_at < grace:
+        raise Unauthenticated.invalid_token("token rotated out")
+    revoked = revoke_family(rotated.family_id)
+    log.warning("refresh token reuse detected: token %s of user %s presented again; family %s revoked "
+                "(%s live token(s))", token_id, rotated.user_id, rotated.family_id, revoked)
+    raise TokenReused.detected()
 
 
 def touch(token):
@@ -114,61 +157,100 @@ def login_lifetime(remember_me):
     return REMEMBER_ME_LIFETIME if remember_me else SESSION_LIFETIME
 
 
-def rotate(token):
+def _delete(*where):
+    return db.session.execute(
+        delete(AccessToken).where(*where).execution_options(synchronize_session=False)).rowcount
+
+
+def rotate(token, client=None):
     """Delete ``token`` and issue its successor; return ``(token, plain_text)`` (SPEC 5 rule 6).
 
-    With ``AUTH_REMEMBER_ME`` on, the successor keeps the old token's lifetime (SPEC 4 rule 2);
-    otherwise it gets the default configured expiration.
+    The successor keeps the name, the abilities and the family, so a refresh never widens a
+    token. A token with an explicit ``expires_at`` hands its lifetime on (SPEC 4 rule 2: the
+    remember-me lifetimes, and a personal token's ``expires_in_days``); otherwise the successor
+    gets the default configured expiration. The old token is kept as a ``RotatedToken`` for reuse
+    detection. Raises ``Unauthenticated`` when the DELETE matched no row: a concurrent refresh of
+    the same token won (its row lock, or SQLite's write lock, orders the two), and only one may.
     """
-    lifetime = None
-    if current_app.config["AUTH_REMEMBER_ME"] and token.expires_at is not None:
-        lifetime = token.expires_at - token.created_at
-    user = token.user
-    revoke(token)
-    return issue(user, lifetime)
+    if _delete(AccessToken.id == token.id) != 1:
+        raise Unauthenticated.invalid_token("token rotated out")
+    family_id = family_of(token)
+    db.session.add(RotatedToken(id=token.id, user_id=token.user_id, family_id=family_id, token=token.token,
+                                expires_at=token.expires_at, created_at=token.created_at, rotated_at=utcnow()))
+    lifetime = None if token.expires_at is None else token.expires_at - token.created_at
+    return issue(token.user, lifetime, name=token.name, abilities=token.abilities, family_id=family_id,
+                 client=client)
 
 
 def revoke(token):
-    """Delete ``token`` (logout, SPEC 5 rule 6)."""
-    db.session.delete(token)
-    db.session.flush()
+    """Delete ``token`` (logout, SPEC 5 rule 6), and what its family left rotated out (nothing is left to protect).
+
+    Only the token itself is live in its family: every refresh replaces the one live member.
+    """
+    _delete(AccessToken.id == token.id)
+    _delete_rotated(RotatedToken.family_id == family_of(token))
 
 
-def _prunable(hours):
-    cutoff = utcnow() - timedelta(hours=hours)
-    expired = AccessToken.expires_at <= cutoff
+def revoke_family(family_id):
+    """Delete every token of the refresh family ``family_id`` and its rotated-out tokens; return how many were live."""
+    revoked = _delete(or_(AccessToken.id == family_id, AccessToken.family_id == family_id))
+    _delete_rotated(RotatedToken.family_id == family_id)
+    return revoked
+
+
+def _delete_rotated(*where):
+    db.session.execute(delete(RotatedToken).where(*where).execution_options(synchronize_session=False))
+
+
+def expired_by(model, moment):
+    """Return a clause true for rows of ``model`` (a token table) expired at ``moment``.
+
+    The same rule as ``effective_expiry``: ``expires_at`` when set, else ``created_at`` plus the
+    global lifetime (never, without one).
+    """
+    expired = model.expires_at.is_not(None) & (model.expires_at <= moment)
     lifetime = global_lifetime()
     if lifetime is not None:
-        expired = or_(expired, AccessToken.expires_at.is_(None) & (AccessToken.created_at <= cutoff - lifetime))
+        expired = or_(expired, model.expires_at.is_(None) & (model.created_at <= moment - lifetime))
     return expired
 
 
 def count_prunable(hours=1):
     """Return how many tokens ``prune(hours)`` would delete now (the length of a progress bar)."""
-    return db.session.scalar(select(func.count(AccessToken.id)).where(_prunable(hours)))
+    cutoff = utcnow() - timedelta(hours=hours)
+    return db.session.scalar(select(func.count(AccessToken.id)).where(expired_by(AccessToken, cutoff)))
 
 
 def prune(hours=1, batch_size=PRUNE_BATCH_SIZE, on_batch=None):
     """Delete tokens expired more than ``hours`` hours ago; return how many were deleted.
 
-    Deletes in batches of ``batch_size`` ids, so memory stays flat however many tokens there are.
-    ``on_batch(count)`` is called after each batch's DELETE: the caller commits there (as
+    Rotated-out tokens are deleted by the same rule (a replay of one past its expiry is only an
+    unknown token then) and are not counted. Deletes in batches of ``batch_size`` ids, so memory
+    stays flat however many tokens there are. ``on_batch(count)`` is called after each batch's
+    DELETE (``count`` is 0 for a batch of rotated-out tokens): the caller commits there (as
     ``flask prune-tokens`` does), since a prune over a million rows must not be one transaction
-    holding its row locks and undo to the end, and may advance a progress bar.
+    holding its locks to the end, and may advance a progress bar.
     """
-    expired = _prunable(hours)
+    cutoff = utcnow() - timedelta(hours=hours)
+    rotated_batch = None if on_batch is None else (lambda count: on_batch(0))
+    _prune_table(RotatedToken, cutoff, batch_size, rotated_batch)
+    return _prune_table(AccessToken, cutoff, batch_size, on_batch)
+
+
+def _prune_table(model, cutoff, batch_size, on_batch=None):
+    expired = expired_by(model, cutoff)
     total, after = 0, 0
     while True:
         # Each batch starts at the id where the last one ended: starting over at the lowest id
         # would step over every row deleted so far (dead until vacuumed), so a prune of a million
         # tokens went quadratic. The batch is then deleted as an id range, with no id list to send.
-        batch = (select(AccessToken.id).where(expired, AccessToken.id > after)
-                 .order_by(AccessToken.id).limit(batch_size).subquery())
+        batch = (select(model.id).where(expired, model.id > after)
+                 .order_by(model.id).limit(batch_size).subquery())
         upper = db.session.scalar(select(func.max(batch.c.id)))
         deleted = 0
         if upper is not None:
             deleted = db.session.execute(
-                delete(AccessToken).where(expired, AccessToken.id > after, AccessToken.id <= upper)
+                delete(model).where(expired, model.id > after, model.id <= upper)
                 .execution_options(synchronize_session=False)
             ).rowcount
         total += deleted

@@ -1,15 +1,63 @@
-"""Provider event types the service needs (SPEC 4 rule 6): one constant for checks and set-up."""
+"""The provider event types the service handles: one table, and everything derived from it.
 
-SUBSCRIPTION_EVENTS = (
-    "customer.subscription.created",
-    "customer.subscription.updated",
-    "customer.subscription.deleted",
-)
+For each type: the object ``data.object`` carries (a mismatch is a broken payload), whether the
+webhook controller writes the subscription row from it, and which listeners on
+``webhook_handled`` act on it (SPEC 6 "Listeners"). The webhook's object check and row writers,
+``REQUIRED_EVENT_TYPES`` (``flask check-webhook``, ``make run``'s endpoint) and both listeners'
+filters are read from here: adding a type touches this table and the listener that acts on it.
+"""
+from dataclasses import dataclass
 
-# invoice.payment_succeeded is the legacy twin of invoice.paid; the listener handles both.
-PAYMENT_METHOD_EVENTS = ("invoice.paid", "customer.updated")
+COMMIT_PLAN = "commit_plan"
+COMMIT_PAYMENT_METHOD = "commit_payment_method"
 
-REQUIRED_EVENT_TYPES = SUBSCRIPTION_EVENTS + PAYMENT_METHOD_EVENTS
+
+@dataclass(frozen=True)
+class EventType:
+    """How the service treats one provider event type.
+
+    ``twin_of`` names the type a legacy twin duplicates (Stripe sends both for one payment): the
+    twin is acted on the same way when it is the one an endpoint sends, but it is not required,
+    and the listeners decide notifications on the primary type only, so nobody is told twice.
+    """
+
+    object: str
+    writes_subscription: bool
+    listeners: tuple
+    twin_of: str | None = None
+
+
+EVENT_TYPES = {
+    "customer.subscription.created": EventType("subscription", True, (COMMIT_PLAN, COMMIT_PAYMENT_METHOD)),
+    "customer.subscription.updated": EventType("subscription", True, (COMMIT_PLAN, COMMIT_PAYMENT_METHOD)),
+    "customer.subscription.deleted": EventType("subscription", True, (COMMIT_PLAN,)),
+    # Stripe sends it three days before a trial ends, with the subscription as it is then.
+    "customer.subscription.trial_will_end": EventType("subscription", True, (COMMIT_PLAN,)),
+    "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,)),
+    "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,), twin_of="invoice.paid"),
+    "invoice.payment_failed": EventType("invoice", False, (COMMIT_PLAN,)),
+    "customer.updated": EventType("customer", False, (COMMIT_PAYMENT_METHOD,)),
+}
+
+# What an endpoint at the provider must send (SPEC 4 rule 6); a legacy twin is not needed.
+REQUIRED_EVENT_TYPES = tuple(name for name, spec in EVENT_TYPES.items() if spec.twin_of is None)
+
+# The object each handled type must carry; other types are acknowledged whatever they carry.
+EXPECTED_OBJECT = {name: spec.object for name, spec in EVENT_TYPES.items()}
+
+# The types whose object is written into the subscription row before the listeners run.
+SUBSCRIPTION_WRITING_TYPES = frozenset(name for name, spec in EVENT_TYPES.items() if spec.writes_subscription)
+
+
+def handled_by(listener):
+    """Return the event types ``listener`` (``COMMIT_PLAN`` or ``COMMIT_PAYMENT_METHOD``) acts on."""
+    return frozenset(name for name, spec in EVENT_TYPES.items() if listener in spec.listeners)
+
+
+def is_twin(event_type):
+    """Whether ``event_type`` is a legacy twin of another handled type (no notification decided on it)."""
+    spec = EVENT_TYPES.get(event_type)
+    return spec is not None and spec.twin_of is not None
 
 
 def missing_event_types(enabled_events):

@@ -9,10 +9,8 @@ it (``app.webhook.schemas``: what cannot be stored is refused whole). Invoices, 
 ``previous_attributes`` are not stored, so their readers here take a field of another type than
 documented as absent, never as an exception (a 500, and the provider retrying the same body for days).
 """
+from app.billing.statuses import TERMINAL_STATUSES
 from app.timeutil import from_timestamp
-
-# Statuses that end a subscription for good at the provider.
-TERMINAL_STATUSES = frozenset({"canceled", "incomplete_expired"})
 
 
 def ref_id(value):
@@ -110,3 +108,11 @@ def card_of(payment_method):
     kind = payment_method.get("type") or "card"
     details = payment_method.get(kind) or {}
     return (details.get("brand") or kind), details.get("last4")
+
+
+def card_expiry_of(payment_method):
+    """Return ``(exp_month, exp_year)`` of a card payment method, else ``(None, None)``."""
+    card = payment_method.get("card") if isinstance(payment_method, dict) else None
+    month, year = (card.get("exp_month"), card.get("exp_year")) if isinstance(card, dict) else (None, None)
+    valid = isinstance(month, int) and isinstance(year, int) and 1 <= month <= 12 and 2000 <= year <= 9999
+    return (month, year) if valid else (None, None)

@@ -5,6 +5,7 @@ SPEC 6 listener rule 2: the provider saves the method on the subscription only
 customer and a just-paid user shows no card.
 """
 import logging
+from datetime import UTC, datetime
 
 from app.billing import objects
 from app.errors import ProviderRejected
@@ -13,8 +14,9 @@ log = logging.getLogger(__name__)
 
 
 def store_card(user, payment_method):
-    """Copy brand and last four of ``payment_method`` (a dict, or ``None`` to clear) onto the user."""
+    """Copy brand, last four and a card's expiry of ``payment_method`` (a dict, or ``None`` to clear) onto the user."""
     user.pm_type, user.pm_last_four = objects.card_of(payment_method)
+    user.pm_exp_month, user.pm_exp_year = objects.card_expiry_of(payment_method)
 
 
 def promote(provider, user, payment_method_id):
@@ -48,3 +50,15 @@ def refresh_from_customer(provider, user, customer):
     if default is not None and not isinstance(default, dict):
         default = provider.retrieve_payment_method(default)
     store_card(user, default)
+
+
+def card_expires_at(user):
+    """Return when the user's stored card stops working (aware UTC), or ``None`` without a card expiry.
+
+    A card is valid through the last day of its expiry month, so it expires at the first instant
+    of the next month (Stripe's ``exp_month``/``exp_year``; no time zone is given, UTC is assumed).
+    """
+    if user.pm_exp_month is None or user.pm_exp_year is None:
+        return None
+    year, month = divmod(user.pm_exp_year * 12 + user.pm_exp_month, 12)
+    return datetime(year, month + 1, 1, tzinfo=UTC)

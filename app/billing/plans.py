@@ -51,19 +51,3 @@ def recompute_plan(user):
     user.plan = None if plan == current_app.config["FREE_PLAN"] else plan
     return before, user.plan
 
-
-def present_subscription(subscription, now=None):
-    """Return the CONTRACT "Subscription" resource as a dict, or ``None``."""
-    if subscription is None:
-        return None
-    now = now or utcnow()
-    return {
-        "id": subscription.provider_id,
-        "status": subscription.provider_status,
-        "price": subscription.provider_price,
-        "plan": plan_for_price(subscription.provider_price) if subscription.provider_price else None,
-        "cancel_at_period_end": subscription.cancel_at_period_end,
-        "current_period_end": subscription.current_period_end,
-        "ends_at": subscription.ends_at,
-        "on_grace_period": subscription.on_grace_period(now),
-    }

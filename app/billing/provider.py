@@ -14,10 +14,10 @@ class SubscriptionProvider(ABC):
 
     @abstractmethod
     def verify_event(self, payload, signature_header, secrets, tolerance):
-        """Return the event dict of a signed delivery; raise ``InvalidSignature`` or ``InvalidPayload``.
+        """Return the event dict of a signed delivery; raise ``InvalidSignature`` or ``InvalidJson``.
 
         ``payload`` is the raw body (bytes); any one of ``secrets`` may have signed it; the
-        signature timestamp may differ from now by at most ``tolerance`` seconds either way.
+        signature timestamp may differ from now by at most ``tolerance`` whole seconds either way.
         """
 
     @abstractmethod

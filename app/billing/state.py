@@ -27,20 +27,8 @@ def user_for_customer(customer_id):
     return db.session.scalars(select(User).where(User.provider_id == customer_id)).first()
 
 
-def lock_user(user):
-    """Serialise billing work per user until the transaction ends.
-
-    An UPDATE rather than ``SELECT ... FOR UPDATE`` because it locks on PostgreSQL and SQLite alike
-    (on SQLite it takes the write lock at once, so a later write cannot fail on a stale snapshot).
-    """
-    db.session.execute(
-        update(User).where(User.id == user.id).values(updated_at=utcnow()).execution_options(
-            synchronize_session=False)
-    )
-
-
 def lock_customer(customer_id):
-    """Lock the user of ``customer_id`` as ``lock_user`` does; return it, or ``None`` for an unknown customer.
+    """Lock the user of ``customer_id`` as ``models.user.lock_user`` does; return it, or ``None`` if unknown.
 
     The user comes with its subscriptions and their items, so a webhook reads everything it
     needs in two round trips (the locking UPDATE ... RETURNING, then one joined SELECT).

@@ -6,15 +6,15 @@ The only module that imports ``stripe``. Network failures, rate limits and Strip
 (``max_network_retries``) and every create carries an idempotency key.
 """
 import hashlib
-import json
 import logging
 import time
 from contextlib import contextmanager
 
 import stripe
 
+from app import jsonbody
 from app.billing.provider import SubscriptionProvider
-from app.errors import InvalidPayload, InvalidSignature, ProviderRejected, ProviderUnavailable, UnknownPrice
+from app.errors import InvalidJson, InvalidSignature, ProviderRejected, ProviderUnavailable, UnknownPrice
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,12 @@ def _one_line(exc):
     # The SDK's messages span several lines ("If this problem persists, let us know..."); a log
     # record is one line, so that log readers and a command's output stay line by line.
     return " ".join(str(exc).split())
+
+
+def _signed_at(signature_header):
+    """The header's first ``t=`` as an int, read as the SDK reads it (it verified the header, so there is one)."""
+    items = [item.split("=", 2) for item in signature_header.split(",")]
+    return int(next(item[1] for item in items if item[0] == "t"))
 
 
 @contextmanager
@@ -59,34 +65,35 @@ class StripeProvider(SubscriptionProvider):
     def verify_event(self, payload, signature_header, secrets, tolerance):
         """Verify Stripe's ``Stripe-Signature`` (HMAC-SHA256 over ``t.`` + body) with any of ``secrets``.
 
-        Stripe's SDK rejects only old timestamps; one further than ``tolerance`` seconds in the
-        future is rejected here too, so a captured signature cannot be pre-dated for later replay.
-        A body that is not UTF-8 is ``InvalidSignature`` (400), never an error of the SDK's (500).
+        The SDK checks the HMAC; the timestamp is checked here, in whole seconds and both ways: a
+        signature is accepted when ``|now - t| <= tolerance``. Stripe's ``t`` is whole seconds and
+        its documented tolerance too, but the SDK compares ``t`` with fractional ``time.time()``
+        (so a signature exactly ``tolerance`` seconds old was refused), and it lets any timestamp
+        in the future pass, so a captured signature could be pre-dated for later replay. A body
+        that is not UTF-8, or a signed one that is not JSON, is ``InvalidJson`` (400).
         """
         if not signature_header:
             raise InvalidSignature("The Stripe-Signature header is missing.")
         try:
             payload.decode("utf-8")
         except UnicodeDecodeError:
-            # The SDK decodes before comparing and would raise past us (a 500); Stripe signs
-            # UTF-8 JSON only, so such a body cannot carry a valid signature.
-            raise InvalidSignature() from None
+            # Not JSON (RFC 8259 8.1), whoever signed it; and the SDK decodes before comparing,
+            # so it would raise past us (a 500).
+            raise InvalidJson() from None
         for secret in secrets:
             try:
-                stripe.WebhookSignature.verify_header(payload, signature_header, secret, tolerance)
+                stripe.WebhookSignature.verify_header(payload, signature_header, secret, tolerance=None)
                 break
             except stripe.SignatureVerificationError:
                 continue
         else:
             raise InvalidSignature()
-        stamp = dict(part.split("=", 1) for part in signature_header.split(",") if "=" in part).get("t", "")
-        if stamp.isdigit() and int(stamp) > time.time() + tolerance:
+        age = int(time.time()) - _signed_at(signature_header)
+        if age > tolerance:
+            raise InvalidSignature()
+        if -age > tolerance:
             raise InvalidSignature("The webhook signature timestamp is in the future.")
-        try:
-            event = json.loads(payload)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise InvalidPayload("The webhook body is not JSON.") from None
-        return event
+        return jsonbody.loads(payload)
 
     def create_customer(self, email, name, user_id, idempotency_key):
         with _provider_call("create customer"):

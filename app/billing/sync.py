@@ -6,6 +6,7 @@ from sqlalchemy import inspect
 
 from app.billing import objects, payment_methods, plans, state
 from app.extensions import db
+from app.models.user import lock_user
 
 # Columns that are not the user's billing state: keys, and times every write moves (a live read
 # is "now", so provider_updated_at changes on every sync). The password hash is never shown.
@@ -82,7 +83,7 @@ def sync_user(provider, user):
     method logic as the listeners runs. Returns a ``SyncResult`` listing every stored field that
     changed. The caller commits. Raises ``ProviderUnavailable`` and ``ProviderRejected``.
     """
-    state.lock_user(user)
+    lock_user(user)
     before = snapshot(user)
     if user.provider_id:
         live = provider.list_subscriptions(user.provider_id)

@@ -1,13 +1,26 @@
-"""``CommitPaymentMethod``: promote the card that paid to the customer default (SPEC 6 listener rule 2)."""
+"""``CommitPaymentMethod``: promote the card that paid to the customer default (SPEC 6 listener rule 2).
+
+It also tells the user, at a renewal, that the card on file expires within 30 days
+(``card_expiring``): Stripe's own ``customer.source.expiring`` is sent only for legacy Card and
+Source objects, never for the PaymentMethods this service saves (README "Notifications").
+"""
 import logging
+from datetime import timedelta
 
 from app.billing import objects, payment_methods, state
+from app.billing.events import COMMIT_PAYMENT_METHOD, EXPECTED_OBJECT, handled_by, is_twin
 from app.billing.provider import get_provider
 from app.errors import ProviderRejected
+from app.notifications import notify
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp
 
 log = logging.getLogger(__name__)
+
+EVENT_TYPES = handled_by(COMMIT_PAYMENT_METHOD)
+
+# How far ahead of a renewal a card's expiry is worth telling the user about (issue 10).
+CARD_EXPIRING_WITHIN = timedelta(days=30)
 
 
 def _from_subscription(user, event):
@@ -47,31 +60,60 @@ def _from_invoice(user, event):
     return objects.ref_id(intent.get("payment_method"))
 
 
-# Event type -> how to find the method that paid (STYLE rule 8).
-PAYING_METHOD = {
-    "customer.subscription.created": _from_subscription,
-    "customer.subscription.updated": _from_subscription,
-    "invoice.paid": _from_invoice,
-    "invoice.payment_succeeded": _from_invoice,
+def _card_expiring(user, event):
+    """Notify ``card_expiring`` when a renewal was paid and the card on file expires within 30 days."""
+    invoice = event["data"]["object"]
+    subscription = objects.subscription_id_of_invoice(invoice)
+    # On the primary type only: Stripe sends invoice.paid and its legacy twin for one payment.
+    if is_twin(event["type"]) or invoice.get("billing_reason") != "subscription_cycle" or not subscription:
+        return
+    expires_at = payment_methods.card_expires_at(user)
+    if expires_at is None or expires_at > from_timestamp(event["created"]) + CARD_EXPIRING_WITHIN:
+        return
+    notify(user, event["id"], "card_expiring", {
+        "subscription": subscription, "invoice": objects.ref_id(invoice.get("id")), "brand": user.pm_type,
+        "last4": user.pm_last_four, "exp_month": user.pm_exp_month, "exp_year": user.pm_exp_year})
+
+
+def _customer_updated(user, event):
+    if "invoice_settings" in (event["data"].get("previous_attributes") or {}):
+        # Events arrive out of order: a late update's default may be replaced already, and
+        # its payload would bring the old card back. The live customer holds the current one.
+        provider = get_provider()
+        payment_methods.refresh_from_customer(provider, user, provider.retrieve_customer(user.provider_id))
+
+
+def _paid_with(find_method, after=None):
+    def act(user, event):
+        method = find_method(user, event)
+        if method:
+            payment_methods.promote(get_provider(), user, method)
+        if after is not None:
+            after(user, event)
+    return act
+
+
+# The object an event carries -> what to do with it (STYLE rule 8). Which event types reach it
+# is ``app.billing.events``' table.
+ACTIONS = {
+    "subscription": _paid_with(_from_subscription),
+    "invoice": _paid_with(_from_invoice, after=_card_expiring),
+    "customer": _customer_updated,
 }
 
 
 @webhook_handled.connect
 def commit_payment_method(sender, event, **extra):
-    """Promote the paying method and mirror brand and last four; ``customer.updated`` refreshes them."""
+    """Promote the paying method and mirror the card; ``customer.updated`` refreshes it; warn of expiry.
+
+    Acts on the types ``app.billing.events`` names for it and returns ``True`` when it did
+    (blinker hands each receiver's result back to the sender).
+    """
     obj = event["data"]["object"]
-    if event["type"] not in PAYING_METHOD and event["type"] != "customer.updated":
-        return
+    if event["type"] not in EVENT_TYPES:
+        return False
     user = extra.get("user") or state.user_for_customer(objects.customer_id_of(obj))
     if user is None:
-        return
-    if event["type"] == "customer.updated":
-        if "invoice_settings" in (event["data"].get("previous_attributes") or {}):
-            # Events arrive out of order: a late update's default may be replaced already, and
-            # its payload would bring the old card back. The live customer holds the current one.
-            provider = get_provider()
-            payment_methods.refresh_from_customer(provider, user, provider.retrieve_customer(user.provider_id))
-        return
-    method = PAYING_METHOD[event["type"]](user, event)
-    if method:
-        payment_methods.promote(get_provider(), user, method)
+        return False
+    ACTIONS[EXPECTED_OBJECT[event["type"]]](user, event)
+    return True

@@ -1,17 +1,17 @@
-"""``CommitPlan``: recompute the entitled plan and decide the lifecycle notification (SPEC 6).
+"""``CommitPlan``: recompute the entitled plan and decide the lifecycle notifications (SPEC 6).
 
 The plan comes from the stored subscriptions, never from the payload's price (listener rule 1).
 Notifications come only from ``previous_attributes`` and the event's object (rules 3 to 5), so a
-replayed event decides the same and an event with nothing changed notifies nobody.
+replayed event decides the same and an event with nothing changed notifies nobody. The kinds and
+their ``data`` are CONTRACT "Additions"; the README lists them with the events that cause them.
 """
 from app.billing import objects, plans, state
-from app.billing.events import SUBSCRIPTION_EVENTS
-from app.models.subscription import VALID_STATUSES
+from app.billing.events import COMMIT_PLAN, handled_by
+from app.billing.statuses import DUNNING_STATUSES, SUBSCRIBING_STATUSES, VALID_STATUSES
 from app.notifications import notify
 from app.signals import webhook_handled
 
-# Statuses from which a cleared payment makes a subscription live (SPEC 3 "dead" statuses).
-DEAD_STATUSES = frozenset({"incomplete", "incomplete_expired", "past_due", "unpaid", "paused", "canceled"})
+EVENT_TYPES = handled_by(COMMIT_PLAN)
 
 
 def _prices(items):
@@ -32,35 +32,98 @@ def _cancellation(previous, obj):
     return "cancellation_withdrawn", {}
 
 
-def decide_notifications(event):
-    """Return the ``[(kind, data)]`` a subscription event calls for (SPEC 6 rules 3 to 5)."""
-    obj = event["data"]["object"]
-    base = {"subscription": obj.get("id")}
-    if event["type"] == "customer.subscription.deleted":
-        return [("subscription_ended", base)]
-    if event["type"] != "customer.subscription.updated":
-        return []  # created: the subscription exists before payment clears (rule 4)
+def _status_change(previous, obj):
+    """The kind a status move calls for: cleared from a dead status, into dunning, or out of it."""
+    if "status" not in previous:
+        return None
+    before, after = objects.text_of(previous.get("status")), objects.text_of(obj.get("status"))
+    if before == after:
+        return None
+    if before in SUBSCRIBING_STATUSES and after in VALID_STATUSES:
+        return "subscribed"
+    if after in DUNNING_STATUSES:
+        return "past_due"
+    if before in DUNNING_STATUSES and after in VALID_STATUSES:
+        return "payment_recovered"
+    return None
+
+
+def _updated(event):
+    obj, base = event["data"]["object"], {"subscription": event["data"]["object"].get("id")}
     previous = event["data"].get("previous_attributes") or {}
     decided = []
-    previous_status, status = objects.text_of(previous.get("status")), objects.text_of(obj.get("status"))
-    if previous_status in DEAD_STATUSES and status in VALID_STATUSES:
-        decided.append(("subscribed", {**base, "from_status": previous_status, "status": status}))
+    status_kind = _status_change(previous, obj)
+    if status_kind:
+        decided.append((status_kind, {**base, "from_status": objects.text_of(previous.get("status")),
+                                      "status": objects.text_of(obj.get("status"))}))
     cancellation = _cancellation(previous, obj)
     if cancellation:
         decided.append((cancellation[0], {**base, **cancellation[1]}))
-    if "items" in previous:
+    # Since API 2025-03-31 a renewal moves the period on the items, so "items" in the previous
+    # attributes alone is no plan change: the prices must differ.
+    if "items" in previous and _prices(previous["items"]) != _prices(obj.get("items")):
         decided.append(("plan_changed", {**base, "from": _prices(previous["items"]), "to": _prices(obj.get("items"))}))
     return decided
 
 
+def _integer(value):
+    """An integer (a count, a Unix timestamp in seconds) as the provider sent it, else ``None``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _payment_failed(event):
+    invoice = event["data"]["object"]
+    subscription = objects.subscription_id_of_invoice(invoice)
+    if subscription is None:
+        return []  # a one-off invoice: no subscription is at risk
+    return [("payment_failed", {
+        "subscription": subscription,
+        "invoice": objects.ref_id(invoice.get("id")),
+        "attempt_count": _integer(invoice.get("attempt_count")),
+        # Stripe leaves it null after the last retry of its schedule.
+        "next_payment_attempt": _integer(invoice.get("next_payment_attempt")),
+        "hosted_invoice_url": objects.text_of(invoice.get("hosted_invoice_url")),
+    })]
+
+
+def _deleted(event):
+    return [("subscription_ended", {"subscription": event["data"]["object"].get("id")})]
+
+
+def _trial_will_end(event):
+    obj = event["data"]["object"]
+    return [("trial_will_end", {"subscription": obj.get("id"), "trial_end": _integer(obj.get("trial_end"))})]
+
+
+# Event type -> its decision (STYLE rule 8); created decides nothing, as the subscription exists
+# before payment clears (rule 4).
+DECIDERS = {
+    "customer.subscription.updated": _updated,
+    "customer.subscription.deleted": _deleted,
+    "customer.subscription.trial_will_end": _trial_will_end,
+    "invoice.payment_failed": _payment_failed,
+}
+
+
+def decide_notifications(event):
+    """Return the ``[(kind, data)]`` an event calls for (SPEC 6 rules 3 to 5), at most one per kind."""
+    decide = DECIDERS.get(event["type"])
+    return decide(event) if decide else []
+
+
 @webhook_handled.connect
 def commit_plan(sender, event, **extra):
-    """Recompute ``users.plan`` and store the lifecycle notification for subscription events."""
-    if event["type"] not in SUBSCRIPTION_EVENTS:
-        return
+    """Recompute ``users.plan`` and store the event's lifecycle notifications.
+
+    Acts on the types ``app.billing.events`` names for it and returns ``True`` when it did
+    (blinker hands each receiver's result back to the sender).
+    """
+    if event["type"] not in EVENT_TYPES:
+        return False
     user = extra.get("user") or state.user_for_customer(objects.customer_id_of(event["data"]["object"]))
     if user is None:
-        return
+        return False
     plans.recompute_plan(user)
     for kind, data in decide_notifications(event):
         notify(user, event["id"], kind, data)
+    return True

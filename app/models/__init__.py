@@ -1,7 +1,9 @@
 """The models, importable from one place so Alembic sees every table."""
+from app.models.delivery import NotificationDelivery
 from app.models.subscription import Subscription, SubscriptionItem
-from app.models.token import AccessToken
+from app.models.token import AccessToken, RotatedToken
 from app.models.user import User
 from app.models.webhook import Notification, WebhookEvent
 
-__all__ = ["AccessToken", "Notification", "Subscription", "SubscriptionItem", "User", "WebhookEvent"]
+__all__ = ["AccessToken", "Notification", "NotificationDelivery", "RotatedToken", "Subscription", "SubscriptionItem",
+           "User", "WebhookEvent"]

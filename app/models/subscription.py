@@ -3,12 +3,10 @@ from datetime import datetime
 from sqlalchemy import Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from app.billing import statuses
 from app.extensions import db
 from app.models.types import BigIntId, UTCDateTime
 from app.timeutil import utcnow
-
-# Statuses in which the user has what they pay for (CONTRACT: valid = active or trialing).
-VALID_STATUSES = frozenset({"active", "trialing"})
 
 
 class Subscription(db.Model):
@@ -46,11 +44,11 @@ class Subscription(db.Model):
 
     def is_valid(self, now):
         """Whether the user is entitled to this subscription's plan at ``now`` (aware UTC)."""
-        return self.provider_status in VALID_STATUSES and (self.ends_at is None or self.ends_at > now)
+        return statuses.is_valid(self.provider_status, self.ends_at, now)
 
     def on_grace_period(self, now):
         """Whether it is cancelled but still valid until ``ends_at`` (Cashier's ``onGracePeriod``)."""
-        return self.ends_at is not None and self.is_valid(now)
+        return statuses.on_grace_period(self.provider_status, self.ends_at, now)
 
     def __repr__(self):
         return f"<Subscription {self.provider_id} {self.provider_status}>"

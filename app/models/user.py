@@ -1,7 +1,7 @@
 import secrets
 from datetime import datetime
 
-from sqlalchemy import String
+from sqlalchemy import SmallInteger, String, update
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -14,9 +14,10 @@ class User(db.Model):
 
     ``provider_id`` is the Stripe customer id (SPEC's ``users.provider_id``); ``plan`` is the plan
     last committed by ``CommitPlan`` (``None`` means the free plan); ``pm_type``/``pm_last_four``
-    mirror the customer's default payment method at the provider. ``idempotency_token`` is random,
-    set once, and names the user in the provider's idempotency keys: user ids repeat across
-    databases that share one Stripe account (staging, a developer's copy, a restored backup).
+    mirror the customer's default payment method at the provider, and ``pm_exp_month``/``pm_exp_year``
+    its card's expiry (Stripe's names; ``None`` for a method that is not a card). ``idempotency_token``
+    is random, set once, and names the user in the provider's idempotency keys: user ids repeat
+    across databases that share one Stripe account (staging, a developer's copy, a restored backup).
     """
 
     __tablename__ = "users"
@@ -30,6 +31,8 @@ class User(db.Model):
     plan: Mapped[str | None] = mapped_column(String(64))
     pm_type: Mapped[str | None] = mapped_column(String(32))
     pm_last_four: Mapped[str | None] = mapped_column(String(4))
+    pm_exp_month: Mapped[int | None] = mapped_column(SmallInteger)
+    pm_exp_year: Mapped[int | None] = mapped_column(SmallInteger)
     idempotency_token: Mapped[str] = mapped_column(String(32), unique=True, default=lambda: secrets.token_hex(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
@@ -39,3 +42,15 @@ class User(db.Model):
 
     def __repr__(self):
         return f"<User {self.id} {self.email}>"
+
+
+def lock_user(user):
+    """Serialise work per user (billing, token creation) until the transaction ends.
+
+    An UPDATE rather than ``SELECT ... FOR UPDATE`` because it locks on PostgreSQL and SQLite alike
+    (on SQLite it takes the write lock at once, so a later write cannot fail on a stale snapshot).
+    """
+    db.session.execute(
+        update(User).where(User.id == user.id).values(updated_at=utcnow()).execution_options(
+            synchronize_session=False)
+    )

@@ -1,6 +1,15 @@
-"""Lifecycle notifications (SPEC 6): stored for ``GET /notifications`` and, where configured, delivered."""
+"""Lifecycle notifications (SPEC 6): stored for ``GET /notifications`` and, where configured, delivered.
+
+Delivery goes through a transactional outbox: ``notify`` writes the notification and one
+``NotificationDelivery`` row per configured channel in the caller's transaction, and the worker
+(``flask deliver-notifications``, ``app.notifications.outbox``) sends them afterwards.
+"""
+from flask import current_app
+
 from app.extensions import db
-from app.models import Notification
+from app.models import Notification, NotificationDelivery
+from app.notifications.channels import configured_channel_names
+from app.observability import metrics
 
 
 def notify(user, event_id, kind, data):
@@ -8,6 +17,12 @@ def notify(user, event_id, kind, data):
 
     ``data`` is the kind's JSON object. At most one per event and kind: the webhook ledger processes
     an event id once, and the unique key (event_id, kind) refuses a second row should anything else
-    try. The caller owns the transaction.
+    try. Queues it for delivery on every configured channel in the same transaction, so a rolled-back
+    webhook queues nothing (its ``notifications_total{state="queued"}`` count stays: the retry counts
+    again). The caller owns the transaction.
     """
-    db.session.add(Notification(user_id=user.id, event_id=event_id, kind=kind, data=data))
+    notification = Notification(user_id=user.id, event_id=event_id, kind=kind, data=data)
+    db.session.add(notification)
+    for channel in configured_channel_names(current_app.config):
+        db.session.add(NotificationDelivery(notification=notification, channel=channel))
+        metrics.notification_queued(channel)

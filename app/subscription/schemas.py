@@ -1,18 +1,9 @@
 """Bodies of the subscription and notification endpoints (CONTRACT "Resources as JSON")."""
 from marshmallow import Schema, fields, validate
 
-from app.fields import Text, Timestamp, Url
-
-
-class SubscriptionSchema(Schema):
-    id = fields.String(required=True, metadata={"description": "Provider subscription id"})
-    status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
-    price = fields.String(allow_none=True, required=True)
-    plan = fields.String(allow_none=True, required=True)
-    cancel_at_period_end = fields.Boolean(required=True)
-    current_period_end = Timestamp(allow_none=True, required=True)
-    ends_at = Timestamp(allow_none=True, required=True)
-    on_grace_period = fields.Boolean(required=True)
+from app.fields import STORABLE_DESCRIPTION, Text, Timestamp, Url
+from app.listeners.kinds import NOTIFICATION_KINDS
+from app.presentation import SubscriptionSchema
 
 
 class SubscriptionStateSchema(Schema):
@@ -31,9 +22,14 @@ class IntentSchema(Schema):
 
 
 class PortalRequestSchema(Schema):
-    # Only a web page can be returned to; the length bound is the common browser URL limit.
+    # Only a web page can be returned to; the length bound is the common browser URL limit. The
+    # document says "uri" (OpenAPI's format; marshmallow's own "url" is unknown to validators)
+    # and the http(s) pattern, so an empty or relative URL is invalid there as it is here.
     return_url = Url(load_default=None, allow_none=True, require_tld=False, schemes={"http", "https"},
-                     validate=validate.Length(max=2048))
+                     validate=validate.Length(min=1, max=2048),
+                     metadata={"format": "uri", "pattern": r"^https?://[^\u0000]+$",
+                               "description": "Where the portal's return link leads; Stripe's default when absent. "
+                                              + STORABLE_DESCRIPTION})
 
 
 class PortalSchema(Schema):
@@ -42,16 +38,12 @@ class PortalSchema(Schema):
 
 class NotificationSchema(Schema):
     id = fields.Integer(required=True)
-    kind = fields.String(required=True, metadata={"description": "subscribed, cancellation_scheduled, ..."})
+    kind = fields.String(required=True, metadata={
+        "enum": list(NOTIFICATION_KINDS),
+        "description": "What happened, decided from a provider event; `data` depends on it. "
+                       + " ".join(f"`{kind}`: {text}" for kind, text in NOTIFICATION_KINDS.items())})
     created_at = Timestamp(required=True)
     data = fields.Dict(required=True)
-
-
-class NotificationQuerySchema(Schema):
-    limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=100))
-    starting_after = fields.Integer(load_default=None, allow_none=True,
-                                    validate=validate.Range(min=1, max=2**63 - 1),
-                                    metadata={"description": "Id of the last notification of the previous page"})
 
 
 class NotificationPageSchema(Schema):

@@ -4,12 +4,12 @@ from sqlalchemy import select
 
 from app.billing import objects, plans, state
 from app.billing.provider import get_provider
+from app.billing.statuses import DUNNING_STATUSES
 from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription
-
-# A subscription in dunning is still the user's: a second one would bill them twice.
-PAYMENT_FAILED_STATUSES = frozenset({"past_due", "unpaid"})
+from app.models.user import lock_user
+from app.pagination import newest_first
 
 
 def ensure_customer(user):
@@ -48,13 +48,13 @@ def create_intent(user, price):
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
     provider = get_provider()
-    state.lock_user(user)
+    lock_user(user)
     db.session.expire(user)
     if _open_subscription(user) is not None:
         provider.sync(user)
     if plans.entitled_subscription(user) is not None:
         raise AlreadySubscribed()
-    failing = next((s for s in user.subscriptions if s.provider_status in PAYMENT_FAILED_STATUSES), None)
+    failing = next((s for s in user.subscriptions if s.provider_status in DUNNING_STATUSES), None)
     if failing is not None:
         raise AlreadySubscribed.payment_failed(failing.provider_status)
     pending = _open_subscription(user)
@@ -78,8 +78,5 @@ def portal_url(user, return_url=None):
 
 def list_notifications(user, limit=20, starting_after=None):
     """Return ``(notifications, has_more)``: the user's notifications newest first, ``limit`` per page."""
-    query = select(Notification).where(Notification.user_id == user.id)
-    if starting_after is not None:
-        query = query.where(Notification.id < starting_after)
-    rows = db.session.scalars(query.order_by(Notification.id.desc()).limit(limit + 1)).all()
-    return rows[:limit], len(rows) > limit
+    return newest_first(select(Notification).where(Notification.user_id == user.id), Notification.id,
+                        limit, starting_after)

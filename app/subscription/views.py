@@ -1,17 +1,18 @@
 """Subscription endpoints (CONTRACT "Endpoints"). Subscription state itself only changes by webhook or sync."""
 from flask import g
-from flask_smorest import Blueprint
 
-from app.auth.bearer import auth_required
-from app.billing import plans
+from app import presentation
+from app.api import Blueprint
+from app.auth.bearer import ability_required, auth_required
 from app.errors import AlreadySubscribed
 from app.extensions import db
+from app.http import NO_STORE, no_store
+from app.pagination import PageQuerySchema
 from app.subscription import service
 from app.subscription.schemas import (
     IntentRequestSchema,
     IntentSchema,
     NotificationPageSchema,
-    NotificationQuerySchema,
     PortalRequestSchema,
     PortalSchema,
     SubscriptionStateSchema,
@@ -22,20 +23,21 @@ blp = Blueprint("subscription", __name__, description="Subscription state and pa
 
 @blp.route("/subscription", methods=["GET"])
 @auth_required
+@ability_required("subscription:read")
 @blp.response(200, SubscriptionStateSchema)
 def show():
     """Return the entitled plan and the subscription that grants it (else the newest one, or null)."""
-    user = g.current_user
-    return {"plan": plans.entitled_plan(user),
-            "subscription": plans.present_subscription(plans.current_subscription(user))}
+    return presentation.present_subscription_state(g.current_user)
 
 
 @blp.route("/subscription/intent", methods=["POST"])
+@no_store
 @auth_required
+@ability_required("subscription:write")
 @blp.arguments(IntentRequestSchema)
-@blp.response(201, IntentSchema)
+@blp.response(201, IntentSchema, headers=NO_STORE)
 @blp.alt_response(200, schema=IntentSchema, description="The pending subscription for this price, reused",
-                  success=True)
+                  headers=NO_STORE, success=True)
 @blp.alt_response(409, response="CONFLICT")
 @blp.alt_response(502, response="BAD_GATEWAY")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
@@ -56,14 +58,16 @@ def intent(body):
         db.session.commit()  # keep what the sync found: the payment that cleared is the news
         raise
     db.session.commit()
-    return {"subscription": plans.present_subscription(subscription), "client_secret": client_secret}, (
+    return {"subscription": presentation.present_subscription(subscription), "client_secret": client_secret}, (
         201 if created else 200)
 
 
 @blp.route("/subscription/portal", methods=["POST"])
+@no_store
 @auth_required
-@blp.arguments(PortalRequestSchema)
-@blp.response(200, PortalSchema)
+@ability_required("subscription:write")
+@blp.arguments(PortalRequestSchema, required=False)
+@blp.response(200, PortalSchema, headers=NO_STORE)
 @blp.alt_response(502, response="BAD_GATEWAY")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def portal(body):
@@ -78,7 +82,8 @@ def portal(body):
 
 @blp.route("/notifications", methods=["GET"])
 @auth_required
-@blp.arguments(NotificationQuerySchema, location="query")
+@ability_required("notifications:read")
+@blp.arguments(PageQuerySchema, location="query")
 @blp.response(200, NotificationPageSchema)
 def notifications(query):
     """Return the user's lifecycle notifications, newest first; page with ``starting_after``."""

@@ -12,11 +12,12 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.billing import objects, state
-from app.billing.events import SUBSCRIPTION_EVENTS
+from app.billing.events import EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
 from app.billing.provider import get_provider
 from app.errors import InvalidPayload, ProviderRejected, ServiceUnavailable
 from app.extensions import db
 from app.models import WebhookEvent
+from app.observability import annotate
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp, utcnow
 from app.webhook.schemas import EventSchema, SubscriptionObjectSchema
@@ -27,29 +28,20 @@ _DIALECT_INSERT = {"postgresql": postgresql_insert, "sqlite": sqlite_insert}
 _EVENT = EventSchema()
 _SUBSCRIPTION_OBJECT = SubscriptionObjectSchema()
 
-# The object each event type the service acts on must carry; a mismatch is a broken payload.
-# Other types go unchecked: they are acknowledged and ignored, whatever they carry (an endpoint
-# with every event enabled gets customer.discount.*, customer.source.*, ... too).
-EXPECTED_OBJECT = {
-    **{event_type: "subscription" for event_type in SUBSCRIPTION_EVENTS},
-    "invoice.paid": "invoice",
-    "invoice.payment_succeeded": "invoice",
-    "customer.updated": "customer",
-}
-
 
 def write_subscription(provider, user, event):
-    """Write the subscription row from a ``customer.subscription.*`` event, never rolling it back.
+    """Write the subscription row from an event carrying a subscription, never rolling it back.
 
-    An event older than the newest applied is skipped. Two events of the same second cannot be
-    ordered by ``created``, so on a tie the live subscription is read and written instead; when the
-    provider refuses that read (it knows no such subscription), the row is left as it is.
+    An event older than the newest applied is skipped, and the answer is ``"stale"`` (else ``None``).
+    Two events of the same second cannot be ordered by ``created``, so on a tie the live subscription
+    is read and written instead; when the provider refuses that read (it knows no such subscription),
+    the row is left as it is.
     """
     obj = event["data"]["object"]
     as_of = from_timestamp(event["created"])
     existing = state.subscription_of(user, obj["id"])
     if state.is_stale(existing, as_of):
-        return
+        return "stale"
     if existing is not None and as_of == existing.provider_updated_at:
         try:
             obj = provider.retrieve_subscription(obj["id"])
@@ -60,8 +52,9 @@ def write_subscription(provider, user, event):
     state.apply_subscription(user, obj, as_of)
 
 
-# Event type -> row writer (STYLE rule 8); every other type writes no row.
-WRITERS = {event_type: write_subscription for event_type in SUBSCRIPTION_EVENTS}
+# Event type -> row writer (STYLE rule 8), from the table in ``app.billing.events``; every other
+# type writes no row.
+WRITERS = {event_type: write_subscription for event_type in SUBSCRIPTION_WRITING_TYPES}
 
 
 def check_event(event):
@@ -70,6 +63,8 @@ def check_event(event):
     if errors:
         raise InvalidPayload(details=errors)
     obj = event["data"]["object"]
+    # Types the service does not handle go unchecked: they are acknowledged and ignored, whatever
+    # they carry (an endpoint with every event enabled gets customer.discount.*, ... too).
     expected = EXPECTED_OBJECT.get(event["type"])
     if expected and obj.get("object", expected) != expected:
         raise InvalidPayload(f"A {event['type']} event must carry a {expected}, not a {obj.get('object')}.")
@@ -105,7 +100,8 @@ def record(event):
 
 
 def handle_delivery(payload, signature_header):
-    """Process one delivery; return ``"processed"``, ``"duplicate"`` or ``"ignored"`` (unknown customer).
+    """Process one delivery; return ``"processed"``, ``"stale"`` (no row changed: a newer event was
+    applied first), ``"duplicate"`` or ``"ignored"`` (unknown customer).
 
     Raises ``InvalidSignature`` / ``InvalidPayload`` (400) before anything is written,
     ``ServiceUnavailable`` (503) when ``PROVIDER_WEBHOOK_SECRET`` is not set, and
@@ -118,13 +114,14 @@ def handle_delivery(payload, signature_header):
     event = provider.verify_event(payload, signature_header, config["PROVIDER_WEBHOOK_SECRET"],
                                   config["PROVIDER_WEBHOOK_TOLERANCE"])
     check_event(event)
+    annotate(event_id=event["id"], event_type=event["type"])
     if not record(event):
         return "duplicate"
     user = state.lock_customer(objects.customer_id_of(event["data"]["object"]))
     if user is None:
         return "ignored"
     writer = WRITERS.get(event["type"])
-    if writer is not None:
-        writer(provider, user, event)
+    outcome = writer(provider, user, event) if writer is not None else None
+    # A stale event still reaches the listeners: its notification is news even when its row is old.
     webhook_handled.send(current_app._get_current_object(), event=event, user=user)
-    return "processed"
+    return outcome or "processed"

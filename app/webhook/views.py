@@ -1,9 +1,11 @@
 """``POST /provider/webhook``: the billing part's own controller (SPEC 4 rule 5)."""
 from flask import request
-from flask_smorest import Blueprint
 from marshmallow import Schema, fields
 
+from app import jsonbody
+from app.api import Blueprint
 from app.extensions import db
+from app.observability import annotate
 from app.webhook import service
 
 blp = Blueprint("webhook", __name__, description="Signed provider events")
@@ -24,15 +26,18 @@ class ReceivedSchema(Schema):
 )
 @blp.response(200, ReceivedSchema)
 @blp.alt_response(400, response="BAD_REQUEST")
+@blp.alt_response(415, response="UNSUPPORTED_MEDIA_TYPE")
 @blp.alt_response(500, response="INTERNAL_SERVER_ERROR")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def receive():
     """Verify, record and apply one provider event in one transaction.
 
     200 ``{"received": true}`` also for duplicates, unknown customers and ignored types; 400
-    ``invalid_signature`` / ``invalid_payload`` with nothing stored; 5xx when processing failed, so
+    ``invalid_signature`` / ``invalid_json`` / ``invalid_payload`` and 415 ``unsupported_media_type``
+    with nothing stored; 5xx when processing failed, so
     the provider retries (for up to three days, SPEC 6 rule 8).
     """
-    service.handle_delivery(request.get_data(cache=False), request.headers.get("Stripe-Signature"))
+    outcome = service.handle_delivery(jsonbody.require_json(request), request.headers.get("Stripe-Signature"))
     db.session.commit()
+    annotate(webhook_outcome=outcome)
     return {"received": True}

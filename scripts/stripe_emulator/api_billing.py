@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
-from . import billing, lifecycle
+from . import billing, lifecycle, objects
 from .api import _strip_data, newest_first
 from .expand import render
 from .plumbing import endpoint, paginate, to_bool
@@ -137,6 +137,31 @@ def confirm_payment_intent(st, params, pi_id):
     pi = st.get("payment_intents", pi_id, "intent")
     billing.confirm_payment_intent(st, pi, params.get("payment_method"))
     return render(st, pi, params.get("expand"))
+
+
+# -- payment methods from card details ---------------------------------------------
+
+def _card_field(card: dict, key: str, low: int, high: int) -> int:
+    value = card.get(key)
+    if not str(value or "").isdigit() or not low <= int(value) <= high:
+        raise StripeError(400, f"Your card's {key.replace('_', ' ')} is invalid.", type="card_error",
+                          code=f"invalid_{key.replace('exp_', 'expiry_')}", param=f"card[{key}]")
+    return int(value)
+
+
+@bp.post("/v1/payment_methods")
+@endpoint({"type", "card", "billing_details", "metadata"}, required=("type", "card"))
+def create_payment_method(st, params):
+    """A card PaymentMethod from a Stripe test number and the expiry asked for (raw card data)."""
+    card = params["card"] if isinstance(params["card"], dict) else {}
+    if params["type"] != "card" or card.get("number") not in objects.TEST_CARD_NUMBERS:
+        raise StripeError(402, "Your card number is incorrect.", type="card_error",
+                          code="incorrect_number", param="card[number]")
+    pm = objects.payment_method(st, objects.TEST_CARD_NUMBERS[card["number"]],
+                                exp_month=_card_field(card, "exp_month", 1, 12),
+                                exp_year=_card_field(card, "exp_year", 2000, 2100))
+    st.payment_methods[pm["id"]] = pm
+    return render(st, pm, params.get("expand"))
 
 
 # -- billing portal ---------------------------------------------------------------

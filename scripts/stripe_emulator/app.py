@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, request
 
-from . import api, api_billing, control, portal
+from . import api, api_billing, control, hosted_invoice, portal
 from .delivery import Delivery
 from .plumbing import json_response
 from .state import Store, StripeError
@@ -20,8 +20,12 @@ def create_app(start_worker: bool = True) -> Flask:
     st = Store()
     delivery = Delivery(st)
     app.extensions["stripe_emulator"] = {"store": st, "delivery": delivery}
-    for bp in (api.bp, api_billing.bp, portal.bp, control.bp):
+    for bp in (api.bp, api_billing.bp, portal.bp, hosted_invoice.bp, control.bp):
         app.register_blueprint(bp)
+
+    @app.before_request
+    def remember_base_url():
+        st.base_url = request.host_url.rstrip("/")
 
     @app.errorhandler(404)
     def not_found(_err):

@@ -8,10 +8,15 @@ exactly the keys that changed.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from . import objects
 from .state import Store, StripeError, new_id, public
 
 ACTIVE_LIKE = ("active", "past_due", "trialing", "incomplete", "unpaid")
+
+# Retries of a failed renewal, each after the previous attempt (``dunning.py`` runs them).
+RETRY_DELAYS = (3 * 86400, 5 * 86400, 7 * 86400)
 
 
 def period_end(sub: dict) -> int:
@@ -75,11 +80,21 @@ def customer_pm(store: Store, customer_id: str, pm_id: str, param: str) -> str:
     return pm_id
 
 
-def card_outcome(pm: dict | None) -> str:
+def card_outcome(pm: dict | None, now: int | None = None) -> str:
+    """How a charge of ``pm`` ends: ``succeeded``, ``declined`` or ``requires_action``.
+
+    With ``now`` (a charge at that emulator time), a card past its expiry month is declined.
+    """
     card = objects.TEST_CARDS.get((pm or {}).get("_test_id"), {})
-    if pm is None or "decline" in card:
+    if pm is None or "decline" in card or (now is not None and _expired(pm, now)):
         return "declined"
     return "requires_action" if card.get("requires_action") else "succeeded"
+
+
+def _expired(pm: dict, now: int) -> bool:
+    card = pm.get("card") or {}
+    year, month = divmod(card.get("exp_year", 9999) * 12 + card.get("exp_month", 12), 12)
+    return now >= int(dt.datetime(year, month + 1, 1, tzinfo=dt.UTC).timestamp())
 
 
 def decline_error(store: Store, pi: dict | None, pm: dict | None, message: str | None = None,
@@ -111,6 +126,7 @@ def finalize(store: Store, inv: dict) -> None:
         cus["next_invoice_sequence"] = seq + 1
     inv["number"] = f"{cus.get('invoice_prefix', 'EMUL')}-{seq:04d}"
     inv["status"] = "open"
+    inv["hosted_invoice_url"] = f"{store.base_url}/invoice/{inv['id']}"
     inv["status_transitions"]["finalized_at"] = store.now()
     inv["effective_at"] = store.now()
     if inv["amount_due"] > 0:
@@ -124,17 +140,30 @@ def finalize(store: Store, inv: dict) -> None:
 
 def mark_paid(store: Store, inv: dict) -> None:
     now = store.now()
-    inv.update(status="paid", amount_paid=inv["amount_due"], amount_remaining=0, attempted=True)
+    inv.update(status="paid", amount_paid=inv["amount_due"], amount_remaining=0, attempted=True,
+               next_payment_attempt=None)
     inv["attempt_count"] += 1 if inv["amount_due"] else 0
     inv["status_transitions"]["paid_at"] = now
     store.emit("invoice.paid", inv)
     store.emit("invoice.payment_succeeded", inv)
 
 
+def schedule_retry(store: Store, inv: dict) -> None:
+    """Set ``next_payment_attempt`` after a failed attempt at ``inv``: the next retry, or ``None``.
+
+    Only renewal invoices are retried: a first invoice waits for the customer to pay it.
+    """
+    retries_done = inv["attempt_count"] - 1
+    if inv["billing_reason"] != "subscription_cycle" or retries_done >= len(RETRY_DELAYS):
+        inv["next_payment_attempt"] = None
+    else:
+        inv["next_payment_attempt"] = store.now() + RETRY_DELAYS[retries_done]
+
+
 def attempt(store: Store, inv: dict, pm: dict | None, force_fail: bool = False) -> str:
     """Charge ``inv``'s PaymentIntent with ``pm``; returns the PaymentIntent status reached."""
     pi = store.payment_intents[inv["_payment_intent"]]
-    outcome = "declined" if force_fail else card_outcome(pm)
+    outcome = "declined" if force_fail else card_outcome(pm, store.now())
     pi["payment_method"] = pm["id"] if pm else None
     if outcome == "requires_action":
         pi.update(status="requires_action", next_action={
@@ -145,6 +174,7 @@ def attempt(store: Store, inv: dict, pm: dict | None, force_fail: bool = False) 
     inv["attempted"] = True
     if outcome == "declined":
         inv["attempt_count"] += 1
+        schedule_retry(store, inv)
         pi.update(status="requires_payment_method", payment_method=None, last_payment_error={
             "type": "card_error", "code": "card_declined", "decline_code": "generic_decline",
             "message": "Your card was declined.",

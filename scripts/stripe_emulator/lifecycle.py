@@ -6,7 +6,7 @@ Used by the API (``POST /v1/subscriptions/{id}``), the billing portal forms and
 
 from __future__ import annotations
 
-from . import billing, objects
+from . import billing, dunning, objects
 from .state import Store, StripeError, public
 
 # Stripe moves a subscription whose first invoice is still unpaid to incomplete_expired.
@@ -95,17 +95,26 @@ def _due_at(sub: dict) -> int | None:
     return min(due, sub["cancel_at"]) if sub["cancel_at"] else due
 
 
+def _pending(store: Store, sub: dict) -> list[tuple[int, object]]:
+    due = _due_at(sub)
+    return ([(due, process_due)] if due is not None else []) + dunning.due(store, sub)
+
+
 def advance(store: Store, seconds: float) -> list[str]:
-    """Move the clock forward and run everything that falls due, oldest first."""
+    """Move the clock forward and run everything that falls due, oldest first.
+
+    Each step runs at the emulator's clock, which is already the target time: events carry
+    ``created`` = the end of the advance, as Stripe's test clocks do.
+    """
     store.clock_offset += seconds
     now, processed = store.now(), []
-    for _ in range(10_000):  # guard: each pass moves one subscription forward one period
-        due = [(d, s["id"]) for s in store.subscriptions.values()
-               if (d := _due_at(s)) is not None and d <= now]
+    for _ in range(10_000):  # guard: each pass moves one subscription one step forward
+        due = [(d, order, s["id"], action) for order, s in enumerate(store.subscriptions.values())
+               for d, action in _pending(store, s) if d <= now]
         if not due:
             break
-        _, sub_id = min(due)
-        process_due(store, store.subscriptions[sub_id])
+        _, _, sub_id, action = min(due, key=lambda entry: entry[:2])
+        action(store, store.subscriptions[sub_id])
         processed.append(sub_id)
     return processed
 
@@ -143,17 +152,17 @@ def renew(store: Store, sub: dict) -> None:
     if inv["amount_due"] == 0:
         billing.mark_paid(store, inv)
         return
-    cus = store.customers.get(sub["customer"]) or {}
-    pm_id = sub["default_payment_method"] or \
-        (cus.get("invoice_settings") or {}).get("default_payment_method")
-    pm = store.payment_methods.get(pm_id or "")
+    pm = dunning.paying_method(store, sub)
     force_fail = sub["id"] in store.fail_next_renewal
     store.fail_next_renewal.discard(sub["id"])
     # A card that needs authentication cannot be charged off-session: it fails too.
     status = billing.attempt(store, inv, pm, force_fail=force_fail
                              or billing.card_outcome(pm) == "requires_action")
     before = public(sub)
-    sub["status"] = "active" if status == "succeeded" else "past_due"
+    if status == "succeeded":
+        sub["status"] = "active"
+    elif sub["status"] != "unpaid":
+        sub["status"] = "past_due"
     store.emit("customer.subscription.updated", sub, before)
 
 

@@ -20,6 +20,19 @@ TEST_CARDS = {
     "pm_card_chargeDeclined": {"brand": "visa", "last4": "0002",
                                "decline": ("card_declined", "generic_decline")},
     "pm_card_authenticationRequired": {"brand": "visa", "last4": "3184", "requires_action": True},
+    # Attaching it succeeds, charging it fails (Stripe's 4000000000000341): a renewal that fails.
+    "pm_card_chargeCustomerFail": {"brand": "visa", "last4": "0341",
+                                   "decline": ("card_declined", "generic_decline")},
+}
+
+# Card numbers ``POST /v1/payment_methods`` accepts (Stripe's test numbers) -> the test id they act as.
+TEST_CARD_NUMBERS = {
+    "4242424242424242": "pm_card_visa",
+    "5555555555554444": "pm_card_mastercard",
+    "378282246310005": "pm_card_amex",
+    "4000000000000002": "pm_card_chargeDeclined",
+    "4000002500003155": "pm_card_authenticationRequired",
+    "4000000000000341": "pm_card_chargeCustomerFail",
 }
 
 def list_object(data: list, url: str, has_more: bool = False) -> dict:
@@ -100,9 +113,9 @@ def customer(store: Store, params: dict) -> dict:
     }
 
 
-def payment_method(store: Store, test_id: str) -> dict:
+def payment_method(store: Store, test_id: str, exp_month: int = 12, exp_year: int | None = None) -> dict:
     card = TEST_CARDS[test_id]
-    year = dt.datetime.now(dt.UTC).year + 3
+    year = exp_year or dt.datetime.fromtimestamp(store.now(), dt.UTC).year + 3
     return {
         "id": new_id("pm_"), "object": "payment_method", "allow_redisplay": "unspecified",
         "billing_details": {"address": {"city": None, "country": None, "line1": None,
@@ -111,7 +124,7 @@ def payment_method(store: Store, test_id: str) -> dict:
         "card": {"brand": card["brand"], "checks": {"address_line1_check": None,
                                                     "address_postal_code_check": None,
                                                     "cvc_check": None},
-                 "country": "US", "display_brand": card["brand"], "exp_month": 12,
+                 "country": "US", "display_brand": card["brand"], "exp_month": exp_month,
                  "exp_year": year, "fingerprint": new_id("", 16), "funding": "credit",
                  "generated_from": None, "last4": card["last4"],
                  "networks": {"available": [card["brand"]], "preferred": None},

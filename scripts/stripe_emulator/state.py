@@ -83,6 +83,8 @@ class Store:
         self.lock = threading.RLock()
         # Signalled whenever the delivery queue changes, so the worker can wake up.
         self.changed = threading.Condition(self.lock)
+        # Where the emulator answers, for the URLs of its hosted pages (set by every request).
+        self.base_url = "http://127.0.0.1:12111"
         self.reset()
 
     def reset(self) -> None:

@@ -4,8 +4,10 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
@@ -60,6 +62,18 @@ class Gunicorn:
 
     def get(self, path, **kwargs):
         return requests.get(f"{self.url}{path}", timeout=kwargs.pop("timeout", 30), **kwargs)
+
+
+def in_parallel(calls):
+    """Run the callables at the same moment (a barrier), return their results in order."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call):
+        barrier.wait()
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(run, calls))
 
 
 def post_event(base_url, event, session=None, payload=None, timeout=30):

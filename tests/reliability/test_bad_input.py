@@ -164,7 +164,12 @@ def test_unsigned_or_garbled_webhooks_are_400_and_store_nothing(app, payload, he
     except (UnicodeEncodeError, ValueError):
         return  # a header that is not latin-1 or holds a newline cannot be sent over HTTP at all
     TALLY["inputs_tried"] += 1
-    assert response.status_code == 400 and response.json["error"]["code"] == "invalid_signature"
+    try:
+        payload.decode("utf-8")
+        refusals = {"invalid_signature"}
+    except UnicodeDecodeError:
+        refusals = {"invalid_signature", "invalid_json"}  # which one depends on the header being sent
+    assert response.status_code == 400 and response.json["error"]["code"] in refusals
     assert ledger_size(app) == 0
 
 
@@ -218,10 +223,10 @@ def test_register_login_roundtrip_survives_unicode(client):
     assert client.post("/auth/login", json={"email": email, "password": PASSWORD}).status_code == 200
 
 
-def test_a_body_that_is_not_utf8_is_an_invalid_signature_not_a_500(app):
+def test_a_body_that_is_not_utf8_is_invalid_json_not_a_500(app):
     # Found by the generated bodies above: the SDK decoded the body itself and raised past us.
     payload = b"\xff\xfe{\x00"
     response = app.test_client().post("/provider/webhook", data=payload, content_type="application/json",
                                       headers={"Stripe-Signature": sign(payload)})
-    assert response.status_code == 400 and response.json["error"]["code"] == "invalid_signature"
+    assert response.status_code == 400 and response.json["error"]["code"] == "invalid_json"
     assert ledger_size(app) == 0

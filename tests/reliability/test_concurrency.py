@@ -8,18 +8,17 @@ A 5xx is retried as the provider retries, and counted; the duplicates test allow
 """
 import json
 import random
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import requests
 from sqlalchemy import func, select
 
 from app.billing import objects
-from app.billing.events import SUBSCRIPTION_EVENTS
+from app.billing.events import COMMIT_PLAN, SUBSCRIPTION_WRITING_TYPES, handled_by
+from app.billing.statuses import is_valid
 from app.extensions import db
 from app.listeners.commit_plan import decide_notifications
 from app.models import Notification, Subscription, User, WebhookEvent
-from app.models.subscription import VALID_STATUSES
 from app.timeutil import utcnow
 from tests.conftest import PASSWORD
 from tests.reliability.support import (
@@ -29,23 +28,12 @@ from tests.reliability.support import (
     count_reorderings,
     deliver_until_accepted,
     drive_lifecycles,
+    in_parallel,
     post_event,
     provider_events,
     start_paid_subscriptions,
     subscription_of,
 )
-
-
-def in_parallel(calls):
-    """Run the callables at the same moment (a barrier), return their results in order."""
-    barrier = threading.Barrier(len(calls))
-
-    def run(call):
-        barrier.wait()
-        return call()
-
-    with ThreadPoolExecutor(len(calls)) as pool:
-        return list(pool.map(run, calls))
 
 
 def test_eight_parallel_deliveries_of_one_event_are_all_2xx_and_processed_once(
@@ -90,7 +78,7 @@ def test_created_and_updated_of_one_subscription_in_parallel_leave_one_row_in_th
 
 def expected_plan(obj, plans, now):
     ends = objects.ends_at(obj, objects.current_period_end(obj))
-    if obj["status"] in VALID_STATUSES and (ends is None or ends > now):
+    if is_valid(obj["status"], ends, now):
         return plans[objects.price_of(objects.items_of(obj)[0])]
     return None
 
@@ -120,9 +108,9 @@ def test_fifty_lifecycles_delivered_shuffled_and_partly_twice_converge_to_in_ord
     # In-order delivery leaves each subscription as its provider's last event shows it.
     last = {}
     for event in events:
-        if event["type"] in SUBSCRIPTION_EVENTS:
+        if event["type"] in SUBSCRIPTION_WRITING_TYPES:
             last[subscription_of(event)] = event["data"]["object"]
-    expected_notes = sorted((e["id"], kind) for e in events if e["type"] in SUBSCRIPTION_EVENTS
+    expected_notes = sorted((e["id"], kind) for e in events if e["type"] in handled_by(COMMIT_PLAN)
                             for kind, _ in decide_notifications(e))
     plans = {price: plan for plan, price in prices.items()}
     wrong = {}

@@ -1,6 +1,7 @@
 """Token security: strong secrets stored as digests only, every wrong credential 401, no login oracle,
 brute force rate limited, and no secret in any log (CONTRACT "Token", "Endpoints")."""
 import hashlib
+import json
 import logging
 import secrets
 import statistics
@@ -13,7 +14,7 @@ from sqlalchemy import text
 from app.auth import tokens
 from app.extensions import db
 from app.models import User
-from tests.conftest import PASSWORD, bearer, login, register
+from tests.conftest import PASSWORD, WEBHOOK_SECRET, bearer, login, register, sign
 from tests.reliability.support import TALLY, WORKERS
 
 
@@ -157,11 +158,16 @@ def test_a_shared_limit_store_holds_brute_force_to_the_configured_limit(shared_l
     assert statuses == [401] * 10 + [429] * 10
 
 
-def test_no_password_or_token_appears_in_logs(make_app, caplog, gunicorn):
-    app = make_app()
+@pytest.mark.parametrize("gunicorn", [{"LOG_FORMAT": "text"}, {"LOG_FORMAT": "json"}], indirect=True,
+                         ids=["text", "json"])
+def test_no_password_or_token_appears_in_logs(make_app, caplog, capsys, gunicorn, request):
+    log_format = request.node.callspec.params["gunicorn"]["LOG_FORMAT"]
+    app = make_app(LOG_FORMAT=log_format)
     client = app.test_client()
     password = "unguessable-Pa55word-for-log-test"
+    signed = sign(b'{"id": "evt_log_test"}')
     with caplog.at_level(logging.DEBUG):
+        client.post("/provider/webhook", data=b'{"id": "evt_log_test"}', headers={"Stripe-Signature": signed})
         client.post("/auth/register", json={"email": "log@example.com", "password": password})
         client.post("/auth/login", json={"email": "log@example.com", "password": password + "x"})
         client.post("/auth/login", json={"email": "nobody@example.com", "password": password})
@@ -176,11 +182,19 @@ def test_no_password_or_token_appears_in_logs(make_app, caplog, gunicorn):
     gunicorn.post("/auth/login", json={"email": "log@example.com", "password": password + "x"})
     gunicorn.post("/auth/logout", headers=bearer(over_http))
     gunicorn.get("/auth/me", headers=bearer(over_http))
+    gunicorn.post("/provider/webhook", data=b'{"id": "evt_log_test"}', headers={"Stripe-Signature": signed})
     logs = {"in-process": caplog.text + " ".join(repr(r.args) for r in caplog.records),
-            "gunicorn": gunicorn.log.read_text()}
+            "in-process output": capsys.readouterr().err, "gunicorn": gunicorn.log.read_text()}
     assert "/auth/login" in logs["gunicorn"], "the access log is captured"
+    assert "/auth/login" in logs["in-process output"], "the app's request log is captured"
+    if log_format == "json":
+        # The app's own output, in-process and under gunicorn, is one JSON object per line.
+        app_lines = [line for line in (logs["in-process output"] + logs["gunicorn"]).splitlines()
+                     if '"logger": "app.' in line]
+        assert app_lines and all(isinstance(json.loads(line), dict) for line in app_lines)
     for where, text_ in logs.items():
-        for secret in (password, token.split("|")[1], refreshed.split("|")[1], over_http["access_token"].split("|")[1]):
+        for secret in (password, token.split("|")[1], refreshed.split("|")[1], over_http["access_token"].split("|")[1],
+                       signed.split("v1=")[1], WEBHOOK_SECRET):
             assert secret not in text_, where
 
 

@@ -1,0 +1,20 @@
+"""The fixed list of token abilities (CONTRACT "Additions (second round)") and the rule that grants them.
+
+A login token (and every token refreshed from it) has the abilities ``[]``, which SPEC 2 gives every
+token it describes and which means "may do everything". A personal access token made with
+``POST /auth/tokens`` names at least one ability and may do only what it names.
+"""
+
+# Ability -> what it allows; the README's table and the OpenAPI descriptions come from the same words.
+ABILITIES = {
+    "profile:read": "GET /auth/me",
+    "subscription:read": "GET /subscription",
+    "subscription:write": "POST /subscription/intent, POST /subscription/portal",
+    "notifications:read": "GET /notifications",
+    "tokens:manage": "POST /auth/tokens, DELETE /auth/tokens/{id}",
+}
+
+
+def grants(abilities, ability):
+    """Return whether a token with ``abilities`` (its stored list) may use ``ability``; ``[]`` grants all."""
+    return not abilities or ability in abilities

@@ -1,0 +1,38 @@
+"""The subscription status vocabulary and the grace-period rule, in one place.
+
+Stripe's statuses (https://docs.stripe.com/api/subscriptions/object#subscription_object-status):
+``incomplete``, ``incomplete_expired``, ``trialing``, ``active``, ``past_due``, ``canceled``,
+``unpaid``, ``paused``. SPEC 3 names only some of them; the sets below are the README's
+"Decisions" on the rest.
+"""
+
+# Statuses in which the user has what they pay for (CONTRACT: valid = active or trialing).
+VALID_STATUSES = frozenset({"active", "trialing"})
+
+# Dunning (Stripe's retries of a failed renewal): the subscription is still the user's, it just
+# does not entitle until paid. Moving into one is ``past_due``, out of one ``payment_recovered``.
+DUNNING_STATUSES = frozenset({"past_due", "unpaid"})
+
+# SPEC 3 "dead" statuses: an update from one of these to a valid status means a payment cleared.
+DEAD_STATUSES = frozenset({"incomplete", "incomplete_expired", "paused", "canceled"}) | DUNNING_STATUSES
+
+# A payment clearing from these is a new subscription (``subscribed``); from dunning it is a
+# recovery instead, and one notification per change is enough.
+SUBSCRIBING_STATUSES = DEAD_STATUSES - DUNNING_STATUSES
+
+# Statuses that end a subscription for good at the provider.
+TERMINAL_STATUSES = frozenset({"canceled", "incomplete_expired"})
+
+
+def is_valid(status, ends_at, now):
+    """Whether a subscription entitles at ``now``: a valid status, and ``ends_at`` (if set) still ahead.
+
+    All times aware UTC. ``ends_at`` is a cancellation's end (at period end, or when the provider
+    ended it); until then the user keeps the plan (SPEC 6 listener rule 1).
+    """
+    return status in VALID_STATUSES and (ends_at is None or ends_at > now)
+
+
+def on_grace_period(status, ends_at, now):
+    """Whether a subscription is cancelled but still valid until ``ends_at`` (Cashier's ``onGracePeriod``)."""
+    return ends_at is not None and is_valid(status, ends_at, now)

@@ -1,0 +1,27 @@
+"""The notification kinds the listeners store (CONTRACT "Additions"): each with the provider
+event that causes it and its ``data`` fields, for the OpenAPI document and the README.
+
+Times in ``data`` are Unix seconds (UTC), as the provider sends them.
+"""
+
+NOTIFICATION_KINDS = {
+    "subscribed": "customer.subscription.updated, status from incomplete, incomplete_expired, paused or canceled "
+                  "to active or trialing. data: subscription, from_status, status.",
+    "cancellation_scheduled": "customer.subscription.updated, cancel_at_period_end (or cancel_at) set. "
+                              "data: subscription, ends_at.",
+    "cancellation_withdrawn": "customer.subscription.updated, cancel_at_period_end (or cancel_at) cleared. "
+                              "data: subscription.",
+    "plan_changed": "customer.subscription.updated, the items' prices changed. data: subscription, from, to "
+                    "(sorted price ids).",
+    "subscription_ended": "customer.subscription.deleted. data: subscription.",
+    "payment_failed": "invoice.payment_failed for a subscription's invoice. data: subscription, invoice, "
+                      "attempt_count, next_payment_attempt (null after the last retry), hosted_invoice_url.",
+    "past_due": "customer.subscription.updated, status moved into past_due or unpaid (unpaid: retries "
+                "exhausted). data: subscription, from_status, status.",
+    "payment_recovered": "customer.subscription.updated, status from past_due or unpaid to active or trialing. "
+                         "data: subscription, from_status, status.",
+    "trial_will_end": "customer.subscription.trial_will_end (three days before the trial ends). "
+                      "data: subscription, trial_end.",
+    "card_expiring": "invoice.paid of a renewal (billing_reason subscription_cycle) while the card on file "
+                     "expires within 30 days. data: subscription, invoice, brand, last4, exp_month, exp_year.",
+}

@@ -1,0 +1,65 @@
+"""What a notification says on each channel: an email from templates, a Standard Webhooks JSON body.
+
+Templates live in ``app/notifications/templates``: ``<kind>.txt`` (a ``Subject:`` line, a blank
+line, the plain-text body) and ``<kind>.html`` (the HTML body), one pair per CONTRACT kind. They
+read the kind's ``data`` fields (README "Notifications"), ``user`` and ``plans`` (price id -> plan).
+"""
+import json
+from email.message import EmailMessage
+from email.utils import format_datetime, parseaddr
+
+from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
+
+from app.subscription.schemas import NotificationSchema
+from app.timeutil import from_timestamp, isoformat_z
+
+_templates = Environment(
+    loader=PackageLoader("app.notifications"),
+    autoescape=select_autoescape(["html"]),
+    # A field a kind does not carry renders as nothing rather than failing every attempt.
+    undefined=ChainableUndefined,
+)
+_templates.filters["date"] = lambda seconds: (
+    from_timestamp(seconds).strftime("%d %B %Y, %H:%M UTC") if seconds else "")
+_templates.filters["plan_name"] = lambda price, plans: plans.get(price, price)
+
+
+def message_id(notification, sender):
+    """Return the email ``Message-ID`` of ``notification``: the same on every attempt (RFC 5322 3.6.4)."""
+    domain = parseaddr(sender)[1].rpartition("@")[2] or "localhost"
+    return f"<notification.{notification.id}@{domain}>"
+
+
+def email(notification, user, sender, plans, now):
+    """Return the ``EmailMessage`` for ``notification`` to ``user``: plain text plus an HTML alternative."""
+    context = {"user": user, "data": notification.data or {}, "notification": notification, "plans": plans}
+    head, _, text = _templates.get_template(f"{notification.kind}.txt").render(context).partition("\n\n")
+    subject = head.removeprefix("Subject:").strip()
+    html = _templates.get_template(f"{notification.kind}.html").render(context, subject=subject)
+    message = EmailMessage()
+    message["Subject"] = subject
+    message["From"] = sender
+    message["To"] = user.email
+    message["Date"] = format_datetime(now)
+    message["Message-ID"] = message_id(notification, sender)
+    message.set_content(text)
+    message.add_alternative(html, subtype="html")
+    return message
+
+
+def webhook_id(notification):
+    """Return the Standard Webhooks ``webhook-id``: the notification's id, the same on every attempt."""
+    return str(notification.id)
+
+
+def webhook_body(notification, user):
+    """Return the JSON text POSTed to the client app (CONTRACT "Additions": notification kinds).
+
+    ``{"type": kind, "timestamp": created_at (ISO 8601 UTC), "data": {"notification": Notification,
+    "user": {"id", "email"}}}``; the same bytes on every attempt.
+    """
+    return json.dumps({
+        "type": notification.kind,
+        "timestamp": isoformat_z(notification.created_at),
+        "data": {"notification": NotificationSchema().dump(notification), "user": {"id": user.id, "email": user.email}},
+    }, separators=(",", ":"))

@@ -1,0 +1,167 @@
+"""The delivery worker's work: claim due outbox rows, send each on its channel, record the outcome.
+
+Delivery is at least once. A claim is a short transaction that leases the rows (moves their
+``next_attempt_at`` forward by ``LEASE``); sending happens outside any transaction, so no lock is
+held across the network; each outcome is then committed on its own. A worker that dies between
+a send and its commit leaves the row to be sent again when the lease ends: receivers drop the
+repeat by its stable id (email ``Message-ID``, ``webhook-id``).
+"""
+import logging
+from collections import Counter
+from contextlib import ExitStack
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.extensions import db
+from app.models import Notification, NotificationDelivery, User
+from app.models.delivery import DEAD, DELIVERED, PENDING
+from app.observability import metrics
+from app.timeutil import utcnow
+
+logger = logging.getLogger(__name__)
+
+BATCH = 20
+# Longer than a batch can take (BATCH sends of channels.SEND_TIMEOUT each, with room to spare), so
+# a live worker's rows are never taken by another.
+LEASE = timedelta(minutes=10)
+MAX_RETRY_DELAY = timedelta(hours=6)
+# How often an idle worker looks for due rows, seconds.
+POLL_SECONDS = 1.0
+_ERROR_LENGTH = 1000
+
+
+def retry_delay(attempts, first_delay):
+    """Return the wait after failed attempt number ``attempts`` (1-based): ``first_delay`` seconds
+    times 4 per further attempt, at most ``MAX_RETRY_DELAY`` (the defaults give 1 min, 4, 16, 64 min,
+    4.3 h, then 6 h: about 17 hours from the first attempt to the eighth)."""
+    return min(timedelta(seconds=first_delay * 4 ** (attempts - 1)), MAX_RETRY_DELAY)
+
+
+def _with_notification():
+    return (select(NotificationDelivery, Notification, User)
+            .join(Notification, NotificationDelivery.notification_id == Notification.id)
+            .join(User, Notification.user_id == User.id))
+
+
+def claim(now, limit=BATCH):
+    """Lease up to ``limit`` due deliveries to the caller; return ``[(delivery, notification, user)]``.
+
+    ``SELECT ... FOR UPDATE SKIP LOCKED`` in a CTE of the ``UPDATE`` lets workers on PostgreSQL
+    claim side by side without waiting on each other (a CTE runs once; the same ``SELECT`` as an
+    ``IN`` subquery may run again per row, skipping on past its ``LIMIT``). SQLite has no row locks
+    but runs one ``UPDATE`` at a time, and the ``UPDATE`` checks the row is still due, so no two
+    workers claim one row there either. The caller commits, which ends the claim's transaction.
+    """
+    due = (select(NotificationDelivery.id)
+           .where(NotificationDelivery.status == PENDING, NotificationDelivery.next_attempt_at <= now)
+           .order_by(NotificationDelivery.next_attempt_at, NotificationDelivery.id)
+           .limit(limit)
+           .with_for_update(skip_locked=True)
+           .cte("due"))
+    claimed = db.session.scalars(
+        update(NotificationDelivery)
+        .where(NotificationDelivery.id == due.c.id, NotificationDelivery.status == PENDING,
+               NotificationDelivery.next_attempt_at <= now)
+        .values(next_attempt_at=now + LEASE)
+        .returning(NotificationDelivery.id)
+        .execution_options(synchronize_session=False)).all()
+    if not claimed:
+        return []
+    return db.session.execute(
+        _with_notification().where(NotificationDelivery.id.in_(claimed))
+        .order_by(NotificationDelivery.id)
+        .execution_options(populate_existing=True)).tuples().all()
+
+
+def record(delivery, error, now, max_attempts, first_delay):
+    """Record one attempt's outcome on ``delivery``: delivered, retry later, or dead; return which.
+
+    ``error`` is ``None`` for a delivery. The caller commits.
+    """
+    delivery.attempts += 1
+    if error is None:
+        delivery.status, delivery.delivered_at, delivery.last_error = DELIVERED, now, None
+        metrics.notification_sent(delivery.channel)
+        return "delivered"
+    delivery.last_error = f"{error.__class__.__name__}: {error}"[:_ERROR_LENGTH]
+    if delivery.attempts >= max_attempts:
+        delivery.status = DEAD
+        metrics.notification_dead(delivery.channel)
+        logger.error("notification delivery %s (%s) is dead after %s attempts: %s", delivery.id, delivery.channel,
+                     delivery.attempts, delivery.last_error)
+        return "dead"
+    delivery.next_attempt_at = now + retry_delay(delivery.attempts, first_delay)
+    logger.warning("notification delivery %s (%s) attempt %s failed, next at %s: %s", delivery.id,
+                   delivery.channel, delivery.attempts, delivery.next_attempt_at, delivery.last_error)
+    return "retry"
+
+
+def _send(delivery, notification, user, channels, sessions, stack):
+    channel = channels.get(delivery.channel)
+    if channel is None:
+        raise LookupError(f"the {delivery.channel} channel is not configured")
+    if delivery.channel not in sessions:
+        sessions[delivery.channel] = stack.enter_context(channel.opened())
+    sessions[delivery.channel].send(notification, user, utcnow())
+
+
+def deliver_batch(channels, config):
+    """Claim one batch and send it on ``channels`` (``{name: channel}``); return a ``Counter`` of outcomes.
+
+    Commits: the claim first, then each outcome as soon as it is known.
+    """
+    batch = claim(utcnow())
+    db.session.commit()
+    outcomes, sessions = Counter(), {}
+    with ExitStack() as stack:
+        for delivery, notification, user in batch:
+            try:
+                _send(delivery, notification, user, channels, sessions, stack)
+                error = None
+            except Exception as exc:  # a failed send is that attempt's outcome, never the worker's end
+                error = exc
+            outcomes[record(delivery, error, utcnow(), config["NOTIFY_MAX_ATTEMPTS"],
+                            config["NOTIFY_RETRY_DELAY"])] += 1
+            db.session.commit()
+    return outcomes
+
+
+def dead_deliveries():
+    """Return ``[(delivery, notification, user)]`` of the dead deliveries, oldest first."""
+    return db.session.execute(
+        _with_notification().where(NotificationDelivery.status == DEAD)
+        .order_by(NotificationDelivery.id)).tuples().all()
+
+
+def retry_dead(now):
+    """Queue every dead delivery again with a fresh attempt count; return how many. The caller commits."""
+    return db.session.execute(
+        update(NotificationDelivery).where(NotificationDelivery.status == DEAD)
+        .values(status=PENDING, attempts=0, next_attempt_at=now)
+        .execution_options(synchronize_session=False)).rowcount
+
+
+def run(channels, config, once, stop, poll=POLL_SECONDS):
+    """Deliver batches until ``stop`` (a ``threading.Event``) is set; with ``once``, until none is due.
+
+    Returns a ``Counter`` of outcomes. Between empty batches it waits ``poll`` seconds. A database
+    error ends a ``once`` run; a long-running worker logs it and tries again after ``poll``.
+    """
+    totals = Counter()
+    while not stop.is_set():
+        try:
+            outcomes = deliver_batch(channels, config)
+        except SQLAlchemyError:
+            db.session.rollback()
+            if once:
+                raise
+            logger.exception("notification delivery: database error; trying again in %s s", poll)
+            outcomes = None
+        totals.update(outcomes or {})
+        if not outcomes:
+            if once:
+                break
+            stop.wait(poll)
+    return totals

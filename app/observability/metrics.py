@@ -1,0 +1,102 @@
+"""Every Prometheus metric of the service, and the small functions the features call to record one.
+
+Names, units and labels follow Prometheus' naming practices (base units, ``_total`` counters). Under
+gunicorn, ``PROMETHEUS_MULTIPROC_DIR`` (set by ``gunicorn.conf.py`` before the app is imported) puts
+each process's values in files there, and a scrape adds them up (``prometheus_client`` multiprocess
+mode); without it, the values live in this process. A CLI command run with the service's
+``PROMETHEUS_MULTIPROC_DIR`` (``flask reconcile`` from cron) adds to the same totals.
+"""
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+# Every outcome of one webhook delivery: the first five from the ledger and the writers, ``rejected``
+# for a delivery refused with 400 (bad signature or payload: its type is unverified, so ``unknown``).
+WEBHOOK_OUTCOMES = ("processed", "duplicate", "ignored", "stale", "failed", "rejected")
+
+HTTP_REQUESTS = Counter("http_requests_total", "HTTP requests answered, by route template and status",
+                        ["method", "endpoint", "status"])
+HTTP_REQUEST_DURATION = Histogram("http_request_duration_seconds", "Time to answer an HTTP request, seconds",
+                                  ["method", "endpoint"])
+WEBHOOK_DELIVERIES = Counter("webhook_deliveries_total", "Provider webhook deliveries, by event type and outcome",
+                             ["event_type", "outcome"])
+LOGIN_RATE_LIMITED = Counter("login_rate_limited_total", "Logins refused with 429 by the login rate limit")
+FAILED_EVENTS_OPEN = Gauge("webhook_failed_events_open", "Failed provider events not yet resolved",
+                           multiprocess_mode="mostrecent")
+NOTIFICATIONS = Counter("notifications_total", "Notification deliveries by channel and state (queued, sent, dead)",
+                        ["channel", "state"])
+RECONCILE_USERS = Counter("reconcile_users_total", "Users seen by flask reconcile, by result "
+                          "(checked, drifted, fixed, failed)", ["result"])
+RECONCILE_DRIFTED = Gauge("reconcile_drifted_users", "Users found drifted by the last flask reconcile",
+                          multiprocess_mode="mostrecent")
+RECONCILE_LAST_RUN = Gauge("reconcile_last_run_timestamp_seconds", "When the last flask reconcile finished, "
+                           "Unix seconds", multiprocess_mode="mostrecent")
+
+
+def http_request(method, endpoint, status, seconds):
+    """Count one answered request; ``endpoint`` is the route template (bounded), ``seconds`` its duration."""
+    HTTP_REQUESTS.labels(method, endpoint, str(status)).inc()
+    HTTP_REQUEST_DURATION.labels(method, endpoint).observe(seconds)
+
+
+def webhook_delivery(event_type, outcome):
+    """Count one webhook delivery; ``outcome`` is one of ``WEBHOOK_OUTCOMES``."""
+    if outcome not in WEBHOOK_OUTCOMES:
+        raise ValueError(f"unknown webhook outcome {outcome!r}")
+    WEBHOOK_DELIVERIES.labels(event_type or "unknown", outcome).inc()
+
+
+def login_rate_limited():
+    """Count one login refused by the rate limit."""
+    LOGIN_RATE_LIMITED.inc()
+
+
+def set_failed_events_open(count):
+    """Set how many failed provider events are open (unresolved) now."""
+    FAILED_EVENTS_OPEN.set(count)
+
+
+def notification_queued(channel):
+    """Count one notification queued for delivery on ``channel`` (``email``, ``webhook``)."""
+    NOTIFICATIONS.labels(channel, "queued").inc()
+
+
+def notification_sent(channel):
+    """Count one notification delivered on ``channel``."""
+    NOTIFICATIONS.labels(channel, "sent").inc()
+
+
+def notification_dead(channel):
+    """Count one notification given up on ``channel`` after its last attempt."""
+    NOTIFICATIONS.labels(channel, "dead").inc()
+
+
+def reconcile_finished(checked, drifted, fixed, failed, finished_at):
+    """Record one ``flask reconcile`` run: user counts, and ``finished_at`` in Unix seconds (UTC)."""
+    for result, count in (("checked", checked), ("drifted", drifted), ("fixed", fixed), ("failed", failed)):
+        RECONCILE_USERS.labels(result).inc(count)
+    RECONCILE_DRIFTED.set(drifted)
+    RECONCILE_LAST_RUN.set(finished_at)
+
+
+def exposition():
+    """Return ``(body bytes, content type)`` of every metric in the Prometheus text format.
+
+    In multiprocess mode the values of every process, live or dead, are read from the directory
+    and added up (gauges per their ``multiprocess_mode``).
+    """
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    return generate_latest(registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,78 @@
+"""How users and subscriptions are shown (CONTRACT "Resources as JSON"), for every blueprint that shows them.
+
+``auth`` (``/auth/me``, register) and ``subscription`` both import from here, so neither reaches into
+the other's package for the shape of a resource. Plans come from ``app.billing.plans``.
+"""
+from marshmallow import Schema, fields
+
+from app.billing import plans
+from app.fields import Timestamp
+from app.timeutil import utcnow
+
+
+class SubscriptionSchema(Schema):
+    id = fields.String(required=True, metadata={"description": "Provider subscription id"})
+    status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
+    price = fields.String(allow_none=True, required=True)
+    plan = fields.String(allow_none=True, required=True)
+    cancel_at_period_end = fields.Boolean(required=True)
+    current_period_end = Timestamp(allow_none=True, required=True)
+    ends_at = Timestamp(allow_none=True, required=True)
+    on_grace_period = fields.Boolean(required=True)
+
+
+class CardSchema(Schema):
+    brand = fields.String(required=True)
+    last4 = fields.String(required=True)
+
+
+class UserSchema(Schema):
+    id = fields.Integer(required=True)
+    email = fields.String(required=True)
+    name = fields.String(allow_none=True, required=True)
+    plan = fields.String(required=True, metadata={"description": "Entitled plan at the time of the request"})
+    card = fields.Nested(CardSchema, allow_none=True, required=True)
+    subscription = fields.Nested(SubscriptionSchema, allow_none=True, required=True)
+
+
+def present_subscription(subscription, now=None):
+    """Return the CONTRACT "Subscription" resource as a dict for ``SubscriptionSchema``, or ``None``."""
+    if subscription is None:
+        return None
+    now = now or utcnow()
+    return {
+        "id": subscription.provider_id,
+        "status": subscription.provider_status,
+        "price": subscription.provider_price,
+        "plan": plans.plan_for_price(subscription.provider_price) if subscription.provider_price else None,
+        "cancel_at_period_end": subscription.cancel_at_period_end,
+        "current_period_end": subscription.current_period_end,
+        "ends_at": subscription.ends_at,
+        "on_grace_period": subscription.on_grace_period(now),
+    }
+
+
+def present_user(user):
+    """Return the CONTRACT "User" resource of ``user`` as a dict for ``UserSchema``.
+
+    ``plan`` is the plan entitled at this moment (UTC now), not the stored ``users.plan``.
+    """
+    now = utcnow()
+    card = None
+    if user.pm_type and user.pm_last_four:
+        card = {"brand": user.pm_type, "last4": user.pm_last_four}
+    return {
+        "id": user.id,
+        "email": user.email,
+        "name": user.name,
+        "plan": plans.entitled_plan(user, now),
+        "card": card,
+        "subscription": present_subscription(plans.current_subscription(user, now), now),
+    }
+
+
+def present_subscription_state(user):
+    """Return ``GET /subscription``'s ``{"plan", "subscription"}`` for ``user`` at this moment."""
+    now = utcnow()
+    return {"plan": plans.entitled_plan(user, now),
+            "subscription": present_subscription(plans.current_subscription(user, now), now)}

@@ -1,0 +1,68 @@
+"""A minimal hosted invoice page: ``/invoice/<invoice id>`` (an invoice's ``hosted_invoice_url``).
+
+Stripe's page lets the customer pay an open invoice with a card; here a form takes a test
+payment method id (``pm_card_visa``, ...) and confirms the invoice's PaymentIntent through the
+same code as ``POST /v1/payment_intents/{id}/confirm``, so a past-due subscription recovers
+with the same events. No auth: the invoice id is the capability, as Stripe's URL is.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from urllib.parse import quote
+
+from flask import Blueprint, abort, redirect, request
+
+from . import billing
+from .plumbing import store
+from .state import DEFAULT_API_VERSION, StripeError, new_id
+
+bp = Blueprint("stripe_hosted_invoice", __name__)
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>Invoice {number} (Stripe emulator)</title></head>
+<body><h1>Invoice {number}</h1>{flash}<p>Amount due {amount} {currency}: <b>{status}</b></p>{form}</body></html>"""
+
+FORM = """<form method="post" action="/invoice/{id}/pay"><select name="payment_method">
+<option>pm_card_visa</option><option>pm_card_mastercard</option><option>pm_card_chargeDeclined</option>
+</select><button type="submit">Pay</button></form>"""
+
+
+def _invoice(invoice_id: str) -> dict:
+    inv = store().invoices.get(invoice_id)
+    if inv is None or inv["status"] == "draft":
+        abort(404)
+    return inv
+
+
+@bp.get("/invoice/<invoice_id>")
+def page(invoice_id):
+    st = store()
+    with st.lock:
+        inv = _invoice(invoice_id)
+        payable = inv["status"] == "open" and inv["_payment_intent"]
+        return PAGE.format(number=escape(inv["number"] or inv["id"]), amount=inv["amount_remaining"],
+                           currency=escape(inv["currency"]), status=escape(inv["status"]),
+                           flash=f"<p><b>{escape(request.args['error'])}</b></p>"
+                           if request.args.get("error") else "",
+                           form=FORM.format(id=escape(inv["id"])) if payable else "")
+
+
+@bp.post("/invoice/<invoice_id>/pay")
+def pay(invoice_id):
+    st = store()
+    with st.lock:
+        inv = _invoice(invoice_id)
+        if inv["status"] != "open" or not inv["_payment_intent"]:
+            return redirect(f"/invoice/{invoice_id}?error={quote('This invoice is not open.')}", code=303)
+        # A payment on the hosted page is not an API request: its events carry no idempotency key.
+        st.request_ctx = {"id": new_id("req_", 14), "idempotency_key": None,
+                          "api_version": DEFAULT_API_VERSION}
+        try:
+            billing.confirm_payment_intent(st, st.payment_intents[inv["_payment_intent"]],
+                                           request.form.get("payment_method") or "pm_card_visa")
+        except StripeError as err:
+            return redirect(f"/invoice/{invoice_id}?error={quote(str(err))}", code=303)
+        finally:
+            st.request_ctx = {"id": None, "idempotency_key": None, "api_version": DEFAULT_API_VERSION}
+    return redirect(f"/invoice/{invoice_id}", code=303)
