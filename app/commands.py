@@ -14,12 +14,14 @@ from sqlalchemy import or_, select
 
 from app.auth import service, tokens
 from app.auth.schemas import RegisterSchema
+from app.billing.commands import COMMANDS as BILLING_COMMANDS
 from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
 from app.cli import ServiceCommand, one_line_failures
 from app.extensions import db
 from app.models import User
 from app.notifications.commands import deliver_notifications_command
+from app.webhook.commands import COMMANDS as WEBHOOK_COMMANDS
 
 
 def _read_password(from_stdin):
@@ -96,10 +98,7 @@ def sync_user_command(keys, every):
                 failed += 1
                 click.echo(f"\n{user.email}: FAILED ({exc.__class__.__name__}: {exc})")
                 continue
-            click.echo(f"\n{result.email}: " + (f"{len(result.changes)} field(s) changed" if result.changed
-                                                else "unchanged"))
-            for change in result.changes:
-                click.echo(f"  {change}")
+            click.echo(f"\n{result.email}: {result.change_text()}")
     if failed:
         raise click.ClickException(f"{failed} user(s) could not be synced")
 
@@ -124,7 +123,7 @@ def check_webhook_command(url):
 
 
 COMMANDS = (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command,
-            deliver_notifications_command)
+            deliver_notifications_command, *BILLING_COMMANDS, *WEBHOOK_COMMANDS)
 
 
 def register_commands(app):

@@ -73,6 +73,13 @@ def _plans(name, raw):
     return plans
 
 
+def _choice(name, raw, choices):
+    value = str(raw or "").strip().lower()
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return value
+
+
 def from_environ(environ=None):
     """Return the settings found in ``environ`` (default ``os.environ``) as a dict of raw values.
 
@@ -107,6 +114,9 @@ DEFAULTS = {
     "RATELIMIT_STORAGE_URI": "memory://",
     "PROXY_FIX_X_FOR": "0",
     "LOG_LEVEL": "INFO",
+    "PROVIDER_LIVEMODE": "any",
+    "RECONCILE_STALE_DAYS": "7",
+    "FAILED_EVENT_RETENTION_DAYS": "30",
     "LOG_FORMAT": "text",
     "METRICS_ENABLED": "",
     "METRICS_TOKEN": "",
@@ -122,6 +132,8 @@ DEFAULTS = {
     "NOTIFY_MAX_ATTEMPTS": "8",
     "NOTIFY_RETRY_DELAY": "60",
 }
+
+LIVEMODES = ("live", "test", "any")
 
 
 def validate(config):
@@ -141,6 +153,8 @@ def validate(config):
         "PASSWORD_HASH_MEMORY_COST",
         "MAX_CONTENT_LENGTH",
         "PROXY_FIX_X_FOR",
+        "RECONCILE_STALE_DAYS",
+        "FAILED_EVENT_RETENTION_DAYS",
         "AUTH_MAX_TOKENS_PER_USER",
         "AUTH_REFRESH_GRACE_SECONDS",
         "MAIL_PORT",
@@ -151,6 +165,7 @@ def validate(config):
         if value is None:
             raise ConfigError(f"{name} must be set to a whole number")
         config[name] = value
+    config["PROVIDER_LIVEMODE"] = _choice("PROVIDER_LIVEMODE", config["PROVIDER_LIVEMODE"], LIVEMODES)
     config["METRICS_ENABLED"] = _flag(config["METRICS_ENABLED"])
     config["LOG_FORMAT"] = str(config["LOG_FORMAT"]).strip().lower()
     if config["LOG_FORMAT"] not in ("text", "json"):

@@ -68,13 +68,15 @@ def test_create_user_with_a_taken_email_is_one_line(app, runner, user):
 
 def test_every_command_fails_in_one_line(app):
     commands = {name: command for name, command in app.cli.commands.items()}
-    assert set(commands) >= {"create-user", "prune-tokens", "sync-user", "check-webhook"}
+    assert set(commands) >= {"create-user", "prune-tokens", "sync-user", "check-webhook", "reconcile",
+                             "webhook-events", "webhook-replay", "prune-webhook-events", "deliver-notifications"}
     assert {"db", "openapi"} <= set(commands)  # the extensions' groups
     assert all(isinstance(command, (ServiceCommand, ServiceGroup)) for command in commands.values())
 
 
 DATABASE_COMMANDS = [(["create-user", "q@example.com", "--password-stdin"], PASSWORD + "\n"),
                      (["prune-tokens"], None), (["sync-user", "--all"], None), (["sync-user", "1"], None),
+                     (["reconcile"], None), (["webhook-events", "--failed"], None),
                      (["db", "upgrade", "--directory", MIGRATIONS], None)]
 
 

@@ -48,6 +48,10 @@ class SyncResult:
     def changed(self):
         return bool(self.changes)
 
+    def change_text(self):
+        """Return the changes as one line, ``"field: old -> new; ..."``, or ``"unchanged"`` (command output)."""
+        return "; ".join(map(str, self.changes)) or "unchanged"
+
 
 def _columns(row, prefix=""):
     return {f"{prefix}{attr.key}": getattr(row, attr.key)

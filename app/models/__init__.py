@@ -3,7 +3,7 @@ from app.models.delivery import NotificationDelivery
 from app.models.subscription import Subscription, SubscriptionItem
 from app.models.token import AccessToken, RotatedToken
 from app.models.user import User
-from app.models.webhook import Notification, WebhookEvent
+from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
-__all__ = ["AccessToken", "Notification", "NotificationDelivery", "RotatedToken", "Subscription", "SubscriptionItem",
-           "User", "WebhookEvent"]
+__all__ = ["AccessToken", "FailedWebhookEvent", "Notification", "NotificationDelivery", "RotatedToken",
+           "Subscription", "SubscriptionItem", "User", "WebhookEvent"]

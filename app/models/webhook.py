@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -22,6 +22,29 @@ class WebhookEvent(db.Model):
     created: Mapped[datetime] = mapped_column(UTCDateTime)
     received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     processed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class FailedWebhookEvent(db.Model):
+    """A provider event whose processing failed, kept for the operator and for replay (issue 11).
+
+    Written after the event's own transaction rolled back, in a transaction of its own, so it
+    survives the failure; ``resolved_at`` is set by the transaction that finally processes the
+    event (a redelivery or a replay). ``payload`` is the verified raw body as the provider sent it:
+    Stripe events carry no secrets and no card numbers (only brand, last four and expiry).
+    """
+
+    __tablename__ = "failed_webhook_events"
+
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    type: Mapped[str] = mapped_column(String(255))
+    customer: Mapped[str | None] = mapped_column(String(255))
+    payload: Mapped[str] = mapped_column(Text)
+    error_class: Mapped[str] = mapped_column(String(255))
+    error_message: Mapped[str] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    first_failed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_failed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
 
 
 class Notification(db.Model):

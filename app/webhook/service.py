@@ -1,5 +1,7 @@
 """Processing one provider webhook delivery: verify -> ledger -> write the row -> ``webhook_handled``.
 
+Replays of failed events (``flask webhook-replay``) take the same path after the verification.
+
 SPEC 4 rule 5 and CONTRACT "Webhook processing". Everything happens in the caller's one
 transaction, so a failure anywhere leaves nothing behind and the provider's retry starts afresh.
 """
@@ -20,6 +22,7 @@ from app.models import WebhookEvent
 from app.observability import annotate
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp, utcnow
+from app.webhook import failures
 from app.webhook.schemas import EventSchema, SubscriptionObjectSchema
 
 log = logging.getLogger(__name__)
@@ -27,6 +30,8 @@ log = logging.getLogger(__name__)
 _DIALECT_INSERT = {"postgresql": postgresql_insert, "sqlite": sqlite_insert}
 _EVENT = EventSchema()
 _SUBSCRIPTION_OBJECT = SubscriptionObjectSchema()
+# PROVIDER_LIVEMODE -> the ``livemode`` an event must carry to be processed.
+_LIVEMODE = {"live": True, "test": False}
 
 
 def write_subscription(provider, user, event):
@@ -99,29 +104,49 @@ def record(event):
         "created": from_timestamp(event["created"])}).first() is not None
 
 
-def handle_delivery(payload, signature_header):
-    """Process one delivery; return ``"processed"``, ``"stale"`` (no row changed: a newer event was
-    applied first), ``"duplicate"`` or ``"ignored"`` (unknown customer).
+def read_delivery(payload, signature_header):
+    """Return the event dict of one signed delivery (``payload``: the raw body, bytes).
 
-    Raises ``InvalidSignature`` / ``InvalidPayload`` (400) before anything is written,
-    ``ServiceUnavailable`` (503) when ``PROVIDER_WEBHOOK_SECRET`` is not set, and
-    ``ProviderUnavailable`` or any other error (5xx) when processing fails.
+    Raises ``InvalidSignature`` / ``InvalidPayload`` (400): such a body is neither stored nor processed;
+    ``ServiceUnavailable`` (503) when ``PROVIDER_WEBHOOK_SECRET`` is not set.
     """
     config = current_app.config
     if not config["PROVIDER_WEBHOOK_SECRET"]:
         raise ServiceUnavailable.not_configured("PROVIDER_WEBHOOK_SECRET")
-    provider = get_provider()
-    event = provider.verify_event(payload, signature_header, config["PROVIDER_WEBHOOK_SECRET"],
-                                  config["PROVIDER_WEBHOOK_TOLERANCE"])
+    event = get_provider().verify_event(payload, signature_header, config["PROVIDER_WEBHOOK_SECRET"],
+                                        config["PROVIDER_WEBHOOK_TOLERANCE"])
     check_event(event)
+    return event
+
+
+def mode_accepted(event):
+    """Whether the event's ``livemode`` matches ``PROVIDER_LIVEMODE`` (``any`` accepts every event)."""
+    wanted = current_app.config["PROVIDER_LIVEMODE"]
+    return wanted == "any" or event.get("livemode") is _LIVEMODE[wanted]
+
+
+def process_event(event):
+    """Apply one verified event; return ``"processed"``, ``"stale"`` (no row changed: a newer event
+    was applied first), ``"duplicate"`` or ``"ignored"``.
+
+    The one path of deliveries and replays: the ledger, the ordering guard, ``webhook_handled``.
+    Ignored: an event of the other mode (``PROVIDER_LIVEMODE``, not even recorded, as Pay does) or
+    of an unknown customer. Processing it, or finding it processed already, resolves its failure
+    record. Raises ``ProviderUnavailable`` or any other error (5xx) when processing fails; the
+    caller commits, or rolls back.
+    """
     annotate(event_id=event["id"], event_type=event["type"])
-    if not record(event):
+    if not mode_accepted(event):
+        return "ignored"
+    first = record(event)
+    failures.resolve(event["id"])
+    if not first:
         return "duplicate"
     user = state.lock_customer(objects.customer_id_of(event["data"]["object"]))
     if user is None:
         return "ignored"
     writer = WRITERS.get(event["type"])
-    outcome = writer(provider, user, event) if writer is not None else None
+    outcome = writer(get_provider(), user, event) if writer is not None else None
     # A stale event still reaches the listeners: its notification is news even when its row is old.
     webhook_handled.send(current_app._get_current_object(), event=event, user=user)
     return outcome or "processed"

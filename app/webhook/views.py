@@ -6,7 +6,7 @@ from app import jsonbody
 from app.api import Blueprint
 from app.extensions import db
 from app.observability import annotate
-from app.webhook import service
+from app.webhook import failures, service
 
 blp = Blueprint("webhook", __name__, description="Signed provider events")
 
@@ -32,12 +32,16 @@ class ReceivedSchema(Schema):
 def receive():
     """Verify, record and apply one provider event in one transaction.
 
-    200 ``{"received": true}`` also for duplicates, unknown customers and ignored types; 400
-    ``invalid_signature`` / ``invalid_json`` / ``invalid_payload`` and 415 ``unsupported_media_type``
-    with nothing stored; 5xx when processing failed, so
-    the provider retries (for up to three days, SPEC 6 rule 8).
+    200 ``{"received": true}`` also for duplicates, unknown customers, ignored types and events of
+    the other mode (``PROVIDER_LIVEMODE``); 400 ``invalid_signature`` / ``invalid_json`` /
+    ``invalid_payload`` and 415 ``unsupported_media_type`` with nothing stored; 5xx when processing
+    failed, so the provider retries (for up to three days, SPEC 6 rule 8), and the failure is kept
+    in the failed-event ledger.
     """
-    outcome = service.handle_delivery(jsonbody.require_json(request), request.headers.get("Stripe-Signature"))
-    db.session.commit()
+    payload = jsonbody.require_json(request)
+    event = service.read_delivery(payload, request.headers.get("Stripe-Signature"))
+    with failures.recorded(event, payload.decode()):
+        outcome = service.process_event(event)
+        db.session.commit()
     annotate(webhook_outcome=outcome)
     return {"received": True}

@@ -5,7 +5,7 @@ account; Stripe refuses a reused key with other parameters for 24 hours. Existin
 their own random value here.
 
 Revision ID: 0004
-Revises: 0005
+Revises: 0007
 Create Date: 2026-11-23 10:35:00
 
 """
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0004'
-down_revision = '0005'
+down_revision = '0007'
 branch_labels = None
 depends_on = None
 

@@ -4,6 +4,7 @@ A webhook that fails answers 5xx with nothing of it stored, and the provider's r
 it; a user-facing call with the provider down or slow answers 503 ``provider_unavailable`` within a
 bounded time and leaves local state as it was.
 """
+import json
 import threading
 import time
 
@@ -81,6 +82,35 @@ def test_database_lost_mid_webhook_answers_5xx_leaves_nothing_and_the_redelivery
     assert snapshot(app) == NOTHING
     assert deliver(client, paid_event).status_code == 200
     tally["webhook_deliveries"] += 2
+    assert snapshot(app) == PAID
+
+
+def test_database_lost_mid_webhook_is_listed_as_failed_and_its_replay_equals_an_undisturbed_delivery(
+        app, paid_event, database_url, tally):
+    """Issue 11: the failed-event ledger outlives the rollback, and a replay completes the event."""
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    runner = app.test_cli_runner()
+    with webhook_handled.connected_to(cut_connection(database_url)):
+        assert deliver(app.test_client(), paid_event).status_code >= 500
+    tally["faults_injected"] += 1
+    tally["webhook_deliveries"] += 1
+    assert snapshot(app) == NOTHING
+
+    listed = runner.invoke(args=["webhook-events", "--failed", "--json"])
+    assert listed.exit_code == 0, listed.output
+    (failed,) = json.loads(listed.output)
+    assert (failed["id"], failed["type"], failed["attempts"]) == (paid_event["id"], paid_event["type"], 1)
+    assert failed["customer"] == paid_event["data"]["object"]["customer"] and failed["resolved_at"] is None
+    # The exception's first line only: SQLAlchemy's next lines hold the statement and its parameters.
+    assert failed["error_class"] in {"OperationalError", "ProgrammingError"} and "[SQL" not in failed["error_message"]
+
+    replayed = runner.invoke(args=["webhook-replay", paid_event["id"]])
+    assert replayed.exit_code == 0 and replayed.output.strip() == f"{paid_event['id']}: processed"
+    assert snapshot(app) == PAID
+    assert json.loads(runner.invoke(args=["webhook-events", "--failed", "--json"]).output) == []
+    assert runner.invoke(args=["webhook-replay", paid_event["id"]]).output.strip() == f"{paid_event['id']}: duplicate"
+    assert deliver(app.test_client(), paid_event).status_code == 200
+    tally["webhook_deliveries"] += 1
     assert snapshot(app) == PAID
 
 
