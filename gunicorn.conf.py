@@ -2,10 +2,14 @@
 
 Every setting can be overridden on the command line (``-w``, ``-b``, ...) or by ``GUNICORN_CMD_ARGS``.
 Read by gunicorn's master before it imports the app, which is why the metrics directory is set here.
+The master also checks the service's settings once, before any worker starts (``on_starting``): a
+bad or missing one, ``PROVIDER_WEBHOOK_SECRET`` included, is one line and exit status 1, and
+several workers counting rate limits in their own memory are warned about.
 """
 import glob
 import multiprocessing
 import os
+import sys
 import tempfile
 
 bind = os.environ.get("BIND", "127.0.0.1:8000")
@@ -43,6 +47,28 @@ def _alive(pid):
 
 
 def on_starting(server):
+    """Check the settings (one line and exit 1 when one is bad), then clear the old metric files."""
+    _check_settings(server)
+    _clear_dead_metrics()
+
+
+def _check_settings(server):
+    # Imported here, not at the top: importing the app imports prometheus_client, which must come
+    # after PROMETHEUS_MULTIPROC_DIR is set above.
+    from app.config import ConfigError, serving_config
+
+    try:
+        config = serving_config()
+    except ConfigError as exc:
+        sys.exit(f"Error: {exc}")
+    if server.cfg.workers > 1 and config["RATELIMIT_STORAGE_URI"].startswith("memory://"):
+        # memory:// counts in each worker's own memory: N workers let a guesser have N times the limit.
+        server.log.warning("RATELIMIT_STORAGE_URI is memory:// with %d workers: each worker counts its "
+                           "own requests, so the rate limits allow %d times their value; use redis:// "
+                           "(README \"Production\")", server.cfg.workers, server.cfg.workers)
+
+
+def _clear_dead_metrics():
     """Delete the metric files of processes no longer running (a previous run's), which would otherwise
     be added to this run's totals. A live process's files stay: the master's own (open since the app
     was imported) and those of a ``flask deliver-notifications`` worker running beside gunicorn."""

@@ -1,46 +1,66 @@
-"""Flask CLI commands: thin wrappers around service functions (CONTRACT "Command line")."""
+"""Flask CLI commands: thin wrappers around service functions (CONTRACT "Command line").
+
+Every command is an ``app.cli.ServiceCommand``: a failure the operator can act on (the provider
+or the database unreachable, a lock wait that ran out, a refused input) is one line and exit
+status 1, never a traceback. The commands own their transactions, as views do.
+"""
 import sys
+from contextlib import nullcontext
+from functools import partial
 
 import click
 from flask.cli import with_appcontext
 from sqlalchemy import or_, select
 
 from app.auth import service, tokens
+from app.auth.schemas import RegisterSchema
 from app.billing.commands import COMMANDS as BILLING_COMMANDS
 from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
+from app.cli import ServiceCommand, one_line_failures
 from app.extensions import db
 from app.models import User
 from app.notifications.commands import deliver_notifications_command
 from app.webhook.commands import COMMANDS as WEBHOOK_COMMANDS
 
 
-@click.command("create-user")
+def _read_password(from_stdin):
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\n")
+    return click.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+
+@click.command("create-user", cls=ServiceCommand)
 @click.argument("email")
 @click.option("--name", default=None, help="Display name.")
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
 @with_appcontext
 def create_user_command(email, name, password_stdin):
     """Create a user; the password comes from a prompt or standard input."""
-    if password_stdin:
-        password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    if len(password) < 8:
-        raise click.BadParameter("the password needs at least 8 characters", param_hint="password")
-    user = service.register_user(email, password, name)
+    body = RegisterSchema().load({"email": email, "password": _read_password(password_stdin), "name": name})
+    user = service.register_user(body["email"], body["password"], body["name"])
     db.session.commit()
     click.echo(f"created user {user.id} <{user.email}>")
 
 
-@click.command("prune-tokens")
+@click.command("prune-tokens", cls=ServiceCommand)
 @click.option("--hours", default=1, show_default=True, type=click.IntRange(min=0),
               help="Keep tokens that expired less than this many hours ago.")
 @with_appcontext
 def prune_tokens_command(hours):
     """Delete tokens expired more than HOURS hours ago, in batches; print how many."""
-    deleted = tokens.prune(hours=hours)
+    # The bar goes to a terminal only; the count below stays the last line of a cron log.
+    progress = (click.progressbar(length=tokens.count_prunable(hours), label="pruning", file=sys.stderr)
+                if sys.stderr.isatty() else nullcontext())
+    with progress as bar:
+        deleted = tokens.prune(hours=hours, on_batch=partial(_commit_batch, bar))
     click.echo(f"pruned {deleted} expired token(s)")
+
+
+def _commit_batch(bar, count):
+    db.session.commit()  # each batch is its own transaction (tokens.prune)
+    if bar is not None:
+        bar.update(count)
 
 
 def _users(keys, every):
@@ -58,7 +78,7 @@ def _users(keys, every):
     return ids
 
 
-@click.command("sync-user")
+@click.command("sync-user", cls=ServiceCommand)
 @click.argument("keys", nargs=-1, metavar="EMAIL_OR_ID...")
 @click.option("--all", "every", is_flag=True, help="Every user with a provider customer.")
 @with_appcontext
@@ -83,7 +103,7 @@ def sync_user_command(keys, every):
         raise click.ClickException(f"{failed} user(s) could not be synced")
 
 
-@click.command("check-webhook")
+@click.command("check-webhook", cls=ServiceCommand)
 @click.option("--url", default=None, help="Check only the endpoint with this URL.")
 @with_appcontext
 def check_webhook_command(url):
@@ -102,7 +122,14 @@ def check_webhook_command(url):
         raise click.ClickException("no endpoint sends every event type the service needs")
 
 
+COMMANDS = (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command,
+            deliver_notifications_command, *BILLING_COMMANDS, *WEBHOOK_COMMANDS)
+
+
 def register_commands(app):
-    for command in (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command,
-                    deliver_notifications_command, *BILLING_COMMANDS, *WEBHOOK_COMMANDS):
+    """Add the service's commands to ``app.cli`` and give the extensions' groups one-line failures too."""
+    for name, command in list(app.cli.commands.items()):
+        if isinstance(command, click.Group):
+            app.cli.add_command(one_line_failures(command), name)
+    for command in COMMANDS:
         app.cli.add_command(command)

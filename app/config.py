@@ -6,6 +6,8 @@ import os
 from email.utils import parseaddr
 from urllib.parse import urlsplit
 
+from limits.storage import SCHEMES as _LIMITS_SCHEMES
+
 
 class ConfigError(RuntimeError):
     """A configuration value is missing or malformed; the message names the variable."""
@@ -27,18 +29,33 @@ def _flag(raw):
     return str(raw).strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _secrets(name, raw):
+def _secrets(raw):
     if isinstance(raw, (list, tuple)):
         values = [str(v).strip() for v in raw]
     else:
         values = [part.strip() for part in str(raw or "").split(",")]
-    values = [v for v in values if v]
-    if not values:
-        raise ConfigError(
-            f"{name} is not set: the service cannot verify provider webhooks without it "
-            "(several secrets may be given, comma-separated, while rotating)"
-        )
-    return values
+    return [v for v in values if v]
+
+
+def missing_webhook_secret():
+    """Return the ``ConfigError`` of a service that must verify provider webhooks but has no secret."""
+    return ConfigError(
+        "PROVIDER_WEBHOOK_SECRET is not set: the service cannot verify provider webhooks without it "
+        "(several secrets may be given, comma-separated, while rotating)"
+    )
+
+
+# app.rate_limit drives a synchronous storage, so the async+ variants are refused too.
+RATELIMIT_SCHEMES = sorted(scheme for scheme in _LIMITS_SCHEMES if not scheme.startswith("async+"))
+
+
+def _storage_uri(name, raw):
+    uri = str(raw or "").strip()
+    scheme = uri.split("://", 1)[0] if "://" in uri else ""
+    if scheme not in RATELIMIT_SCHEMES:
+        raise ConfigError(f"{name} must be a storage URI of the limits library ({', '.join(RATELIMIT_SCHEMES)}), "
+                          f"e.g. memory:// or redis://host:6379, got {uri!r}")
+    return uri
 
 
 def _plans(name, raw):
@@ -123,7 +140,10 @@ def validate(config):
     """Normalise the raw values in the Flask ``config`` in place; raise ``ConfigError`` naming a bad one."""
     config["AUTH_TOKEN_EXPIRATION"] = _int_or_none("AUTH_TOKEN_EXPIRATION", config["AUTH_TOKEN_EXPIRATION"])
     config["AUTH_REMEMBER_ME"] = _flag(config["AUTH_REMEMBER_ME"])
-    config["PROVIDER_WEBHOOK_SECRET"] = _secrets("PROVIDER_WEBHOOK_SECRET", config.get("PROVIDER_WEBHOOK_SECRET"))
+    # Optional here: only the webhook endpoint needs it (it answers 503 without), and serving
+    # checks it at start-up (``require_serving``); commands such as ``flask db upgrade`` do not.
+    config["PROVIDER_WEBHOOK_SECRET"] = _secrets(config.get("PROVIDER_WEBHOOK_SECRET"))
+    config["RATELIMIT_STORAGE_URI"] = _storage_uri("RATELIMIT_STORAGE_URI", config["RATELIMIT_STORAGE_URI"])
     config["PROVIDER_PLANS"] = _plans("PROVIDER_PLANS", config["PROVIDER_PLANS"])
     for name in (
         "PROVIDER_WEBHOOK_TOLERANCE",
@@ -155,6 +175,24 @@ def validate(config):
     if not str(config.get("FREE_PLAN") or "").strip():
         raise ConfigError("FREE_PLAN must name the plan of a user with no valid subscription")
     _notification_channels(config)
+
+
+def require_serving(config):
+    """Raise ``ConfigError`` unless the validated ``config`` can serve HTTP: webhooks need a secret."""
+    if not config["PROVIDER_WEBHOOK_SECRET"]:
+        raise missing_webhook_secret()
+
+
+def serving_config(environ=None):
+    """Return the validated settings of ``environ`` for a server about to start; raise ``ConfigError``.
+
+    What ``create_app`` reads and checks, without building an app: gunicorn's master calls it
+    before forking workers (``gunicorn.conf.py``).
+    """
+    config = {**DEFAULTS, **from_environ(environ)}
+    validate(config)
+    require_serving(config)
+    return config
 
 
 def _webhook_secret(raw):

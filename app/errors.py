@@ -193,6 +193,12 @@ class ServiceUnavailable(AppError):
         return cls("The database connection was lost; try again shortly.", headers={"Retry-After": "1"})
 
     @classmethod
+    def not_configured(cls, name):
+        # The operator's mistake, not the client's: 503 so that the provider keeps retrying
+        # (for up to three days) until the setting is fixed, instead of dropping the events.
+        return cls(f"The service is not configured for this endpoint: {name} is not set.")
+
+    @classmethod
     def rate_limit_store(cls, retry_after):
         # Failing closed: without its counter, login would take unlimited password guesses.
         return cls("The rate-limit store is not answering; try again shortly.",

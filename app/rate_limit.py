@@ -22,10 +22,12 @@ from functools import wraps
 
 from flask import current_app
 from limits import parse
+from limits.errors import ConfigurationError as LimitsConfigurationError
 from limits.errors import StorageError
 from limits.storage import storage_from_string
 from limits.strategies import STRATEGIES
 
+from app.config import ConfigError
 from app.errors import RateLimited, ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,11 @@ class RateLimiter:
         own errors are always wrapped as ``limits``' ``StorageError``, whatever the backend.
         """
         options = {**app.config.get("RATELIMIT_STORAGE_OPTIONS", {}), "wrap_exceptions": True}
-        storage = storage_from_string(app.config["RATELIMIT_STORAGE_URI"], **options)
+        try:
+            storage = storage_from_string(app.config["RATELIMIT_STORAGE_URI"], **options)
+        except LimitsConfigurationError as exc:
+            # A scheme whose client library is not installed (pymemcache for memcached://, ...).
+            raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
         app.extensions["rate_limiter"] = {"strategy": STRATEGIES[app.config["RATELIMIT_STRATEGY"]](storage),
                                           "store_down": False}
 

@@ -95,6 +95,19 @@ class Demo:
         return self.http.get(self.base + "/notifications", timeout=30).json()["data"]
 
     def run(self):
+        """Walk through the flow, then put the emulator's clock back where it was, even on a failure.
+
+        The emulator has no Stripe test clocks: the demo moves the one clock everything shares, so
+        whatever is done by hand afterwards would otherwise get dates a month ahead.
+        """
+        offset = requests.get(f"{self.emulator}/_emulator/clock", timeout=30).json()["offset_seconds"]
+        try:
+            self.steps()
+        finally:
+            requests.post(f"{self.emulator}/_emulator/clock/rewind", json={"offset_seconds": offset}, timeout=30)
+            print(f"    (the emulator's clock is back to offset {offset:g} s)")
+
+    def steps(self):
         email = f"demo-{secrets.token_hex(4)}@example.com"
         self.step(f"Register {email}")
         self.call("POST", "/auth/register", 201, json={"email": email, "password": "demo password 1", "name": "Demo"})

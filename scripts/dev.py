@@ -6,6 +6,7 @@ that files every message in a Maildir under ``instance/``, applies the migration
 service and the notification delivery worker (``flask deliver-notifications``). The environment
 it used is written to ``instance/dev.env`` so that other terminals
 (``make demo``, ``flask sync-user``) can join in with ``set -a; . instance/dev.env; set +a``.
+Remember-me (``AUTH_REMEMBER_ME``) is on.
 """
 import argparse
 import json
@@ -26,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DEV_ENV = ROOT / "instance" / "dev.env"
 API_KEY = "sk_test_local_emulator"
 PLANS = (("basic", 900), ("pro", 2900))
+# Settings of the local stack beyond the provider's: remember-me is on so that the README's curl
+# session (login with "remember_me": true) gets its 30-day token.
+SETTINGS = {"AUTH_REMEMBER_ME": "true", "FLASK_APP": "wsgi"}
 
 
 def wait_for(url, seconds=20):
@@ -93,9 +97,11 @@ def set_up_provider(emulator_url, service_url):
 class Stack:
     """The emulator and the service as child processes; ``with Stack(...) as env:`` starts and stops them."""
 
-    def __init__(self, port=5000, emulator_port=12111, database_url=None, smtp_port=8025, maildir=None):
+    def __init__(self, port=5000, emulator_port=12111, database_url=None, smtp_port=8025, maildir=None,
+                 env_file=DEV_ENV):
         self.port, self.emulator_port, self.database_url = port, emulator_port, database_url
         self.smtp_port, self.maildir = smtp_port, Path(maildir or ROOT / "instance" / "mail")
+        self.env_file = env_file
         self.processes = []
 
     def _spawn(self, args, env=None):
@@ -120,11 +126,11 @@ class Stack:
         wait_for_port(self.smtp_port)
         provider_env = {**set_up_provider(emulator_url, service_url), "MAIL_SERVER": "127.0.0.1",
                         "MAIL_PORT": str(self.smtp_port), "MAILDIR": str(self.maildir)}
-        env = {**os.environ, **provider_env, "FLASK_APP": "wsgi"}
+        env = {**os.environ, **provider_env, **SETTINGS}
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
-        DEV_ENV.parent.mkdir(exist_ok=True)
-        DEV_ENV.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, "FLASK_APP": "wsgi"}.items()))
+        self.env_file.parent.mkdir(exist_ok=True)
+        self.env_file.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, **SETTINGS}.items()))
         subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env, check=True)
         self._spawn(["-m", "flask", "run", "--host", "127.0.0.1", "--port", str(self.port), "--no-reload"], env)
         self._spawn(["-m", "flask", "deliver-notifications"], env)

@@ -10,11 +10,12 @@ import pytest
 import requests
 import stripe
 import time_machine
+from flask_migrate import upgrade
 from sqlalchemy import select, update
 
 from app.extensions import db
 from app.models import Subscription, User
-from tests.conftest import bearer, deliver, login, register
+from tests.conftest import MIGRATIONS, bearer, deliver, login, register
 
 DAY = 86400
 
@@ -215,16 +216,60 @@ def test_notifications_are_paginated_newest_first(flow):
     assert flow.client.get("/notifications?limit=0", headers=flow.headers).status_code == 422
 
 
+def _migrated_sqlite_app(make_app, path):
+    app = make_app(SQLALCHEMY_DATABASE_URI=f"sqlite:///{path}")
+    with app.app_context():
+        upgrade(directory=MIGRATIONS)
+    return app
+
+
+def test_two_databases_sharing_one_stripe_account_get_their_own_customers(app, make_app, prices, tmp_path):
+    # Staging and a developer's copy: each has its own user 1, with another email.
+    customers = []
+    for n in (1, 2):
+        client = _migrated_sqlite_app(make_app, tmp_path / f"db{n}.db").test_client()
+        assert register(client, email=f"user{n}@example.com")["id"] == 1
+        headers = bearer(login(client, email=f"user{n}@example.com"))
+        started = client.post("/subscription/intent", json={"price": prices["basic"]}, headers=headers)
+        assert started.status_code == 201, started.json
+        assert started.json["client_secret"]
+        portal = client.post("/subscription/portal", json={}, headers=headers)
+        assert portal.status_code == 200, portal.json
+        customers.append(app_customer(client, headers))
+    assert customers[0] != customers[1]
+
+
+def app_customer(client, headers):
+    with client.application.app_context():
+        return db.session.scalar(select(User.provider_id).where(User.id == 1))
+
+
 def test_sync_user_rebuilds_state_missed_by_webhooks(flow):
     started = flow.intent()
     flow.pay(started["client_secret"])  # the webhooks stay undelivered
     runner = flow.app.test_cli_runner()
     result = runner.invoke(args=["sync-user", "ada@example.com"])
     assert result.exit_code == 0, result.output
-    assert "plan=free" in result.output and "-> plan=basic card=visa 4242" in result.output
+    (line,) = [line for line in result.output.splitlines() if line.startswith("ada@example.com: ")]
+    changes = line.removeprefix("ada@example.com: ").split("; ")
+    assert {"plan: - -> basic", "pm_type: - -> visa", "pm_last_four: - -> 4242"} <= set(changes)
+    assert f"{started['subscription']['id']}.provider_status: incomplete -> active" in changes
     assert flow.me()["plan"] == "basic" and flow.me()["card"] == {"brand": "visa", "last4": "4242"}
     again = runner.invoke(args=["sync-user", "--all"])
     assert again.exit_code == 0 and "ada@example.com: unchanged" in again.output
+
+
+def test_sync_user_reports_every_field_it_changed(flow):
+    started = flow.intent()
+    subscription_id = started["subscription"]["id"]
+    flow.pay(started["client_secret"])
+    flow.deliver()
+    flow.portal(subscription_id, "cancel_at_period_end")  # its webhook stays undelivered
+    ends_at = datetime.fromtimestamp(flow.stripe.v1.subscriptions.retrieve(subscription_id).cancel_at, UTC)
+    result = flow.app.test_cli_runner().invoke(args=["sync-user", "ada@example.com"])
+    assert result.exit_code == 0, result.output
+    assert f"ada@example.com: {subscription_id}.cancel_at_period_end: False -> True; " \
+           f"{subscription_id}.ends_at: - -> {ends_at.isoformat().replace('+00:00', 'Z')}" in result.output.splitlines()
 
 
 def test_sync_user_names_unknown_users(flow):

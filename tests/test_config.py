@@ -2,13 +2,15 @@
 import pytest
 
 from app import create_app, engine_options
-from app.config import ConfigError
+from app.config import ConfigError, serving_config
 from tests.conftest import BASE_CONFIG
 
 
 @pytest.mark.parametrize("override, name", [
-    ({"PROVIDER_WEBHOOK_SECRET": ""}, "PROVIDER_WEBHOOK_SECRET"),
-    ({"PROVIDER_WEBHOOK_SECRET": " , "}, "PROVIDER_WEBHOOK_SECRET"),
+    ({"RATELIMIT_STORAGE_URI": "foo://"}, "RATELIMIT_STORAGE_URI"),
+    ({"RATELIMIT_STORAGE_URI": "localhost:6379"}, "RATELIMIT_STORAGE_URI"),
+    ({"RATELIMIT_STORAGE_URI": "async+redis://localhost"}, "RATELIMIT_STORAGE_URI"),
+    ({"RATELIMIT_STORAGE_URI": "memcached://localhost:11211"}, "RATELIMIT_STORAGE_URI.*pymemcache"),
     ({"AUTH_TOKEN_EXPIRATION": "a week"}, "AUTH_TOKEN_EXPIRATION"),
     ({"AUTH_TOKEN_EXPIRATION": "-1"}, "AUTH_TOKEN_EXPIRATION"),
     ({"PROVIDER_PLANS": "[1, 2]"}, "PROVIDER_PLANS"),
@@ -25,11 +27,25 @@ def test_bad_configuration_names_the_variable(override, name):
         create_app({**BASE_CONFIG, **override})
 
 
-def test_missing_webhook_secret_refuses_to_start(monkeypatch):
+@pytest.mark.parametrize("uri", ["memory://", "redis://127.0.0.1:6379/0", "rediss://h:6380",
+                                 "redis+sentinel://h:26379/mymaster"])
+def test_rate_limit_storage_schemes_of_limits_are_accepted(uri):
+    assert create_app({**BASE_CONFIG, "RATELIMIT_STORAGE_URI": uri}).config["RATELIMIT_STORAGE_URI"] == uri
+
+
+@pytest.mark.parametrize("secret", [None, "", " , "])
+def test_serving_refuses_a_missing_webhook_secret(secret):
+    environ = {} if secret is None else {"PROVIDER_WEBHOOK_SECRET": secret}
+    with pytest.raises(ConfigError, match="PROVIDER_WEBHOOK_SECRET is not set"):
+        serving_config(environ)
+    assert serving_config({"PROVIDER_WEBHOOK_SECRET": "whsec_a, whsec_b"})["PROVIDER_WEBHOOK_SECRET"] == [
+        "whsec_a", "whsec_b"]
+
+
+def test_the_app_builds_without_a_webhook_secret(monkeypatch):
     monkeypatch.delenv("PROVIDER_WEBHOOK_SECRET", raising=False)
     config = {k: v for k, v in BASE_CONFIG.items() if k != "PROVIDER_WEBHOOK_SECRET"}
-    with pytest.raises(ConfigError, match="PROVIDER_WEBHOOK_SECRET is not set"):
-        create_app(config)
+    assert create_app(config).config["PROVIDER_WEBHOOK_SECRET"] == []
 
 
 def test_environment_is_read(monkeypatch):

@@ -95,16 +95,19 @@ def test_reconcile_repairs_every_drifted_user_and_reports_the_counts(provider):
         assert before["paid@example.com"] == ("free", [("incomplete", provider.prices["basic"])], None)
         dry = runner.invoke(args=["reconcile", "--dry-run"])
         assert dry.exit_code == 0, dry.output
-        assert summary(dry) == "checked 4, drifted 3, fixed 0, failed 0 (dry run: nothing written)"
+        # The healthy one drifted too: its renewal's webhooks never came, so its stored period end is
+        # a month old (sync compares every stored field, issue 14 item 8).
+        assert summary(dry) == "checked 4, drifted 4, fixed 0, failed 0 (dry run: nothing written)"
         assert states(app) == before
         assert provider.default_payment_method(paid_unseen) is None  # no write at the provider either
 
         fixed = runner.invoke(args=["reconcile"])
         assert fixed.exit_code == 0, fixed.output
-        assert summary(fixed) == "checked 4, drifted 3, fixed 3, failed 0"
+        assert summary(fixed) == "checked 4, drifted 4, fixed 4, failed 0"
         lines = fixed.stdout.splitlines()
         assert [line.split(":")[0] for line in lines[:-1]] == [
-            "paid@example.com", "ended@example.com", "swapped@example.com"]
+            "paid@example.com", "ended@example.com", "swapped@example.com", "healthy@example.com"]
+        assert "current_period_end" in lines[3] and "provider_status" not in lines[3]
         after = states(app)
         assert after["paid@example.com"] == ("basic", [("active", provider.prices["basic"])], "4242")
         assert after["ended@example.com"] == ("free", [("canceled", provider.prices["basic"])], "4242")

@@ -42,6 +42,9 @@ def auth_required(view):
             db.session.commit()  # the family's revocation stands although this request fails
             raise
         if tokens.touch(token):
+            # Committed before the view runs: the touch is an UPDATE, which holds the token's
+            # row lock (on SQLite the database's write lock) until its transaction ends, and a
+            # view may spend seconds on provider calls; nor is it lost when the view fails.
             db.session.commit()
         g.current_token = token
         g.current_user = token.user

@@ -243,17 +243,25 @@ def expired_by(model, moment):
     return expired
 
 
+def count_prunable(hours=1):
+    """Return how many tokens ``prune(hours)`` would delete now (the length of a progress bar)."""
+    cutoff = utcnow() - timedelta(hours=hours)
+    return db.session.scalar(select(func.count(AccessToken.id)).where(expired_by(AccessToken, cutoff)))
+
+
 def prune(hours=1, batch_size=PRUNE_BATCH_SIZE, on_batch=None):
     """Delete tokens expired more than ``hours`` hours ago; return how many were deleted.
 
     Rotated-out tokens are deleted by the same rule (a replay of one past its expiry is only an
-    unknown token then) and are not counted. Deletes in batches of ``batch_size`` ids, committing
-    each, so memory stays flat however many tokens there are. ``on_batch(count)`` is called after
-    each batch of tokens (for a progress bar). This is the one function here that commits: a prune
-    over a million rows must not be one transaction.
+    unknown token then) and are not counted. Deletes in batches of ``batch_size`` ids, so memory
+    stays flat however many tokens there are. ``on_batch(count)`` is called after each batch's
+    DELETE (``count`` is 0 for a batch of rotated-out tokens): the caller commits there (as
+    ``flask prune-tokens`` does), since a prune over a million rows must not be one transaction
+    holding its locks to the end, and may advance a progress bar.
     """
     cutoff = utcnow() - timedelta(hours=hours)
-    _prune_table(RotatedToken, cutoff, batch_size)
+    rotated_batch = None if on_batch is None else (lambda count: on_batch(0))
+    _prune_table(RotatedToken, cutoff, batch_size, rotated_batch)
     return _prune_table(AccessToken, cutoff, batch_size, on_batch)
 
 
@@ -273,7 +281,6 @@ def _prune_table(model, cutoff, batch_size, on_batch=None):
                 delete(model).where(expired, model.id > after, model.id <= upper)
                 .execution_options(synchronize_session=False)
             ).rowcount
-        db.session.commit()
         total += deleted
         if on_batch is not None:
             on_batch(deleted)

@@ -8,10 +8,11 @@ from flask.cli import with_appcontext
 
 from app.billing import reconcile
 from app.billing.provider import get_provider
+from app.cli import ServiceCommand
 from app.observability import metrics
 
 
-@click.command("reconcile")
+@click.command("reconcile", cls=ServiceCommand)
 @click.option("--dry-run", is_flag=True, help="Report what has drifted; write nothing, here or at the provider.")
 @with_appcontext
 def reconcile_command(dry_run):

@@ -69,7 +69,7 @@ class SubscriptionProvider(ABC):
         """Return the webhook endpoints registered at the provider."""
 
     def sync(self, user):
-        """Pull the user's live subscriptions and commit them locally as the webhooks would.
+        """Pull the user's live subscriptions and write them locally as the webhooks would.
 
         Returns a ``billing.sync.SyncResult``; the caller commits. See ``billing.sync.sync_user``.
         """

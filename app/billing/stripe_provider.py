@@ -25,6 +25,12 @@ SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret"]
 PORTAL_IDEMPOTENCY_WINDOW = 60
 
 
+def _one_line(exc):
+    # The SDK's messages span several lines ("If this problem persists, let us know..."); a log
+    # record is one line, so that log readers and a command's output stay line by line.
+    return " ".join(str(exc).split())
+
+
 def _signed_at(signature_header):
     """The header's first ``t=`` as an int, read as the SDK reads it (it verified the header, so there is one)."""
     items = [item.split("=", 2) for item in signature_header.split(",")]
@@ -37,11 +43,11 @@ def _provider_call(what):
     try:
         yield
     except (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError, stripe.AuthenticationError) as exc:
-        log.warning("provider call failed: %s: %s", what, exc)
+        log.warning("provider call failed: %s: %s", what, _one_line(exc))
         raise ProviderUnavailable() from exc
     except stripe.StripeError as exc:
         # InvalidRequestError and the other 4xx: retrying the same request cannot help.
-        log.warning("provider refused a request: %s: %s", what, exc)
+        log.warning("provider refused a request: %s: %s", what, _one_line(exc))
         raise ProviderRejected.for_call(what, exc.code) from exc
 
 

@@ -1,53 +1,94 @@
 """``sync``: rebuild a user's billing state from the provider (SPEC 1, SPEC 4 "Synchronization entry point")."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import inspect
 
 from app.billing import objects, payment_methods, plans, state
 from app.extensions import db
 from app.models.user import lock_user
 
+# Columns that are not the user's billing state: keys, and times every write moves (a live read
+# is "now", so provider_updated_at changes on every sync). The password hash is never shown.
+_NOT_STATE = frozenset({"id", "user_id", "subscription_id", "created_at", "updated_at", "provider_updated_at",
+                        "password_hash"})
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One stored field a sync changed. ``field`` is a column of the user (``plan``, ``pm_last_four``)
+    or ``<subscription id>.<column>`` / ``<subscription item id>.<column>``; ``old`` is ``None`` for a
+    row the sync created, ``new`` for one it deleted."""
+
+    field: str
+    old: object
+    new: object
+
+    def __str__(self):
+        return f"{self.field}: {_shown(self.old)} -> {_shown(self.new)}"
+
+
+def _shown(value):
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    return str(value)
+
 
 @dataclass
 class SyncResult:
-    """What a sync changed for one user: ``before`` and ``after`` are ``describe(user)`` dicts."""
+    """What a sync changed for one user, in the stored rows: one ``FieldChange`` per field that moved."""
 
     user_id: int
     email: str
-    before: dict
-    after: dict
+    changes: list = field(default_factory=list)
 
     @property
     def changed(self):
-        return self.before != self.after
+        return bool(self.changes)
 
     def change_text(self):
-        """Return ``"<before> -> <after>"`` for the command line, or ``"unchanged"``."""
-        return f"{_state_text(self.before)} -> {_state_text(self.after)}" if self.changed else "unchanged"
+        """Return the changes as one line, ``"field: old -> new; ..."``, or ``"unchanged"`` (command output)."""
+        return "; ".join(map(str, self.changes)) or "unchanged"
 
 
-def _state_text(described):
-    subscriptions = ", ".join(f"{k}={v}" for k, v in described["subscriptions"].items()) or "no subscription"
-    return f"plan={described['plan']} card={described['card'] or '-'} {subscriptions}"
+def _columns(row, prefix=""):
+    return {f"{prefix}{attr.key}": getattr(row, attr.key)
+            for attr in inspect(row).mapper.column_attrs if attr.key not in _NOT_STATE}
 
 
-def describe(user):
-    """Return the user's billing state as a small dict: plan, each subscription's status, card."""
-    card = f"{user.pm_type} {user.pm_last_four}" if user.pm_type else None
-    return {
-        "plan": plans.entitled_plan(user),
-        "subscriptions": {s.provider_id: s.provider_status for s in user.subscriptions},
-        "card": card,
-    }
+def snapshot(user):
+    """Return every stored billing field of the user, subscriptions and items as ``{field: value}``.
+
+    Read from the mapped columns, not a list kept by hand, so a column added to these tables is
+    reported by ``sync`` (and ``flask sync-user``) without more code.
+    """
+    fields = _columns(user)
+    for subscription in user.subscriptions:
+        fields.update(_columns(subscription, f"{subscription.provider_id}."))
+        for item in subscription.items:
+            fields.update(_columns(item, f"{item.provider_id}."))
+    return fields
+
+
+def diff(before, after):
+    """Return the ``FieldChange`` list between two ``snapshot``s, in the order of their fields."""
+    names = list(before) + [name for name in after if name not in before]
+    return [FieldChange(name, before.get(name), after.get(name))
+            for name in names if before.get(name) != after.get(name)]
 
 
 def sync_user(provider, user):
-    """Pull every subscription of the user's customer and commit it as the webhook path would.
+    """Pull every subscription of the user's customer and write it as the webhook path would.
 
     The live state counts as "now", so webhooks older than it that arrive later change nothing.
     Local subscriptions the provider no longer has are deleted; then the same plan and payment
-    method logic as the listeners runs. The caller commits. Raises ``ProviderUnavailable``.
+    method logic as the listeners runs. Returns a ``SyncResult`` listing every stored field that
+    changed. The caller commits. Raises ``ProviderUnavailable`` and ``ProviderRejected``.
     """
     lock_user(user)
-    before = describe(user)
+    before = snapshot(user)
     if user.provider_id:
         live = provider.list_subscriptions(user.provider_id)
         as_of = state.live_as_of()
@@ -61,7 +102,8 @@ def sync_user(provider, user):
         db.session.expire(user, ["subscriptions"])
         _sync_payment_method(provider, user, {obj["id"]: obj for obj in live})
     plans.recompute_plan(user)
-    return SyncResult(user.id, user.email, before, describe(user))
+    db.session.flush()
+    return SyncResult(user.id, user.email, diff(before, snapshot(user)))
 
 
 def _sync_payment_method(provider, user, live_by_id):

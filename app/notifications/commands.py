@@ -7,6 +7,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.cli import ServiceCommand
 from app.extensions import db
 from app.notifications import outbox
 from app.notifications.channels import ChannelUnusable, configured_channels
@@ -42,7 +43,7 @@ def _usable_channels():
     return channels
 
 
-@click.command("deliver-notifications")
+@click.command("deliver-notifications", cls=ServiceCommand)
 @click.option("--once", is_flag=True, help="Deliver what is due now, then exit (for cron).")
 @click.option("--dead", is_flag=True, help="List the deliveries that ran out of attempts.")
 @click.option("--retry-dead", is_flag=True, help="Queue every dead delivery again, with fresh attempts.")

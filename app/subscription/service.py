@@ -17,10 +17,13 @@ def ensure_customer(user):
 
     The caller should commit before creating anything for the customer, so that webhooks for it,
     which may arrive at once, find the user. The idempotency key makes concurrent first calls
-    get the same customer.
+    get the same customer; it is built from ``users.idempotency_token``, not the id, so that
+    another database sharing the Stripe account cannot reuse it (Stripe refuses a key reused
+    with other parameters for 24 hours).
     """
     if not user.provider_id:
-        user.provider_id = get_provider().create_customer(user.email, user.name, user.id, f"customer-{user.id}")
+        user.provider_id = get_provider().create_customer(user.email, user.name, user.id,
+                                                          f"customer-{user.idempotency_token}")
     return user.provider_id
 
 
@@ -61,7 +64,8 @@ def create_intent(user, price):
     if pending is not None:
         state.apply_subscription(user, provider.cancel_subscription(pending.provider_id), state.live_as_of())
     attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
-    live = provider.create_subscription(ensure_customer(user), price, f"subscription-{user.id}-{attempt}-{price}")
+    key = f"subscription-{user.idempotency_token}-{attempt}-{price}"
+    live = provider.create_subscription(ensure_customer(user), price, key)
     subscription = state.apply_subscription(user, live, state.live_as_of())
     plans.recompute_plan(user)
     return subscription, objects.client_secret_of(live), True

@@ -50,6 +50,8 @@ def intent(body):
     """
     user = current_user_for_update()
     service.ensure_customer(user)
+    # Committed before the subscription is created: its webhooks may arrive before this request
+    # ends, and must find the user by the new customer id.
     db.session.commit()
     try:
         subscription, client_secret, created = service.create_intent(user, body["price"])

@@ -6,6 +6,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 from sqlalchemy import select
 
+from app.cli import ServiceCommand
 from app.extensions import db
 from app.models import FailedWebhookEvent
 from app.observability import metrics
@@ -31,7 +32,7 @@ def _table(rows):
                      for row in (_COLUMNS, *rows))
 
 
-@click.command("webhook-events")
+@click.command("webhook-events", cls=ServiceCommand)
 @click.option("--failed", "open_only", is_flag=True, help="Only events still failing (not resolved).")
 @click.option("--json", "as_json_output", is_flag=True, help="A JSON array instead of a table.")
 @with_appcontext
@@ -60,7 +61,7 @@ def _replay(payload):
     return outcome
 
 
-@click.command("webhook-replay")
+@click.command("webhook-replay", cls=ServiceCommand)
 @click.argument("event_ids", nargs=-1, metavar="EVENT_ID...")
 @click.option("--failed", "every_open", is_flag=True, help="Every event still failing.")
 @with_appcontext
@@ -86,7 +87,7 @@ def webhook_replay_command(event_ids, every_open):
         raise click.ClickException(f"{failed} event(s) failed again")
 
 
-@click.command("prune-webhook-events")
+@click.command("prune-webhook-events", cls=ServiceCommand)
 @with_appcontext
 def prune_webhook_events_command():
     """Delete failed-event records resolved more than FAILED_EVENT_RETENTION_DAYS days ago."""

@@ -16,7 +16,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from app.billing import objects, state
 from app.billing.events import EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
 from app.billing.provider import get_provider
-from app.errors import InvalidPayload, ProviderRejected
+from app.errors import InvalidPayload, ProviderRejected, ServiceUnavailable
 from app.extensions import db
 from app.models import WebhookEvent
 from app.observability import annotate
@@ -107,9 +107,12 @@ def record(event):
 def read_delivery(payload, signature_header):
     """Return the event dict of one signed delivery (``payload``: the raw body, bytes).
 
-    Raises ``InvalidSignature`` / ``InvalidPayload`` (400): such a body is neither stored nor processed.
+    Raises ``InvalidSignature`` / ``InvalidPayload`` (400): such a body is neither stored nor processed;
+    ``ServiceUnavailable`` (503) when ``PROVIDER_WEBHOOK_SECRET`` is not set.
     """
     config = current_app.config
+    if not config["PROVIDER_WEBHOOK_SECRET"]:
+        raise ServiceUnavailable.not_configured("PROVIDER_WEBHOOK_SECRET")
     event = get_provider().verify_event(payload, signature_header, config["PROVIDER_WEBHOOK_SECRET"],
                                         config["PROVIDER_WEBHOOK_TOLERANCE"])
     check_event(event)

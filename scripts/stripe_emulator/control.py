@@ -53,6 +53,22 @@ def advance():
                         "processed": processed})
 
 
+@bp.post("/clock/rewind")
+def rewind():
+    """Set the clock back to an earlier offset (default 0, real time); nothing that happened is undone.
+
+    For a script that moved the clock and must leave it as it found it (``make demo``). Moving
+    forward is ``/clock/advance``'s job, since it runs whatever falls due on the way.
+    """
+    offset = _body().get("offset_seconds", 0)
+    st = store()
+    with st.lock:
+        if not isinstance(offset, (int, float)) or not 0 <= offset <= st.clock_offset:
+            return _bad(f"'offset_seconds' must be a number from 0 to the current offset {st.clock_offset}")
+        st.clock_offset = float(offset)
+        return jsonify({"now": st.now(), "offset_seconds": st.clock_offset})
+
+
 @bp.post("/fail_next_renewal")
 def fail_next_renewal():
     sub_id = _body().get("subscription")

@@ -1,0 +1,107 @@
+"""Start-up as operators run it: ``flask --app wsgi`` and gunicorn with ``gunicorn.conf.py``, as processes.
+
+A bad setting is one line naming the variable and a non-zero exit; commands that serve no
+webhook do not need ``PROVIDER_WEBHOOK_SECRET``; several workers on ``memory://`` are warned about once.
+"""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from tests.conftest import WEBHOOK_SECRET, deliver, load_event
+from tests.reliability.support import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+FLASK = [sys.executable, "-m", "flask", "--app", "wsgi"]
+
+
+def environ(tmp_path, **settings):
+    """The test process's environment without the service's settings, plus ``settings``."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PROVIDER_", "RATELIMIT_", "AUTH_", "DATABASE_URL", "FLASK_"))}
+    return {**env, "DATABASE_URL": f"sqlite:///{tmp_path / 'app.db'}", **settings}
+
+
+def run(args, env, **kwargs):
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, **kwargs)
+
+
+def test_db_upgrade_and_create_user_need_no_webhook_secret(tmp_path):
+    env = environ(tmp_path)
+    upgrade = run([*FLASK, "db", "upgrade"], env)
+    assert upgrade.returncode == 0, upgrade.stderr
+    created = run([*FLASK, "create-user", "ops@example.com", "--password-stdin"], env, input="long enough pw\n")
+    assert created.returncode == 0, created.stderr
+    assert run([*FLASK, "prune-tokens"], env).stdout.strip() == "pruned 0 expired token(s)"
+
+
+def test_webhook_without_secret_answers_503_naming_it(make_app):
+    client = make_app(PROVIDER_WEBHOOK_SECRET="").test_client()
+    response = deliver(client, load_event("01_"))
+    assert response.status_code == 503
+    assert response.json["error"]["code"] == "service_unavailable"
+    assert "PROVIDER_WEBHOOK_SECRET" in response.json["error"]["message"]
+
+
+def test_a_bad_setting_is_one_line_and_a_non_zero_exit(tmp_path):
+    result = run([*FLASK, "db", "upgrade"], environ(tmp_path, AUTH_TOKEN_EXPIRATION="a week"))
+    assert result.returncode == 4  # gunicorn's "App failed to load": its master stops
+    assert result.stderr.strip().splitlines() == ["Error: AUTH_TOKEN_EXPIRATION must be a whole number, got 'a week'"]
+
+
+def gunicorn(tmp_path, env, workers):
+    port = free_port()
+    log = tmp_path / "gunicorn.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "-w", str(workers), "-b",
+             f"127.0.0.1:{port}", "--error-logfile", "-", "wsgi:app"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return process, f"http://127.0.0.1:{port}", log
+
+
+def test_gunicorn_refuses_to_start_without_the_webhook_secret(tmp_path):
+    process, _, log = gunicorn(tmp_path, environ(tmp_path), workers=2)
+    assert process.wait(30) == 1
+    errors = [line for line in log.read_text().splitlines() if "[INFO]" not in line]
+    assert errors == ["Error: PROVIDER_WEBHOOK_SECRET is not set: the service cannot verify provider webhooks "
+                      "without it (several secrets may be given, comma-separated, while rotating)"]
+
+
+def _serve_and_stop(tmp_path, env, workers):
+    run([*FLASK, "db", "upgrade"], env).check_returncode()
+    process, url, log = gunicorn(tmp_path, env, workers)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        for _ in range(4):  # several requests, so that every worker has loaded the app
+            requests.get(url + "/health", timeout=2)
+    finally:
+        process.terminate()
+        process.wait(30)
+    return log.read_text()
+
+
+def test_gunicorn_warns_once_about_memory_storage_with_several_workers(tmp_path):
+    log = _serve_and_stop(tmp_path, environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET), workers=2)
+    warnings = [line for line in log.splitlines() if "RATELIMIT_STORAGE_URI" in line]
+    assert len(warnings) == 1, log
+    assert "[WARNING]" in warnings[0] and "memory:// with 2 workers" in warnings[0]
+    assert log.count("Booting worker") == 2
+
+
+def test_gunicorn_with_one_worker_or_a_shared_store_does_not_warn(tmp_path):
+    env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET)
+    assert "RATELIMIT_STORAGE_URI" not in _serve_and_stop(tmp_path, env, workers=1)
+    shared = {**env, "RATELIMIT_STORAGE_URI": "redis://127.0.0.1:6379/15"}
+    assert "RATELIMIT_STORAGE_URI" not in _serve_and_stop(tmp_path, shared, workers=2)
