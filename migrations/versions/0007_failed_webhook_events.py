@@ -1,7 +1,7 @@
 """failed_webhook_events: provider events whose processing failed, for the operator and replay
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-11-22 10:00:00.000000
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0007'
-down_revision = '0005'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 

@@ -3,8 +3,8 @@
 family_id ties a refreshed token to the token its chain started from; rotated_tokens keeps what a
 refresh rotated out, so that a replay of it revokes the family (reuse detection, issue 12).
 
-Revision ID: 0005
-Revises: 0008
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-22 10:00:00
 
 """
@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0005'
-down_revision = '0008'
+revision = '0006'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 

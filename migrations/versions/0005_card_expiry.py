@@ -3,8 +3,8 @@
 CommitPaymentMethod mirrors it with brand and last four, so a renewal can tell the user that the
 card will expire before it pays again (the card_expiring notification).
 
-Revision ID: 0008
-Revises: 0006
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-11-22 10:00:00.000000
 
 """
@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0008'
-down_revision = '0006'
+revision = '0005'
+down_revision = '0004'
 branch_labels = None
 depends_on = None
 

@@ -4,7 +4,7 @@ Keys built from the user id (customer-1) collide between databases that share on
 account; Stripe refuses a reused key with other parameters for 24 hours. Existing users get
 their own random value here.
 
-Revision ID: 0004
+Revision ID: 0008
 Revises: 0007
 Create Date: 2026-11-23 10:35:00
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0004'
+revision = '0008'
 down_revision = '0007'
 branch_labels = None
 depends_on = None

@@ -1,6 +1,6 @@
 """notification_deliveries: the transactional outbox of notifications, one row per channel
 
-Revision ID: 0006
+Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-22 10:00:00.000000
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0006'
+revision = '0004'
 down_revision = '0003'
 branch_labels = None
 depends_on = None
