@@ -476,10 +476,76 @@ def delivery_rows(kind, r):
 # --- one database ---------------------------------------------------------------------------------
 
 
-def measure_webhooks(port, emulator, db, prices, args):
+def cpu_seconds(pids):
+    """Return the CPU time (user + system, seconds) the live processes ``pids`` have used, from /proc."""
+    total = 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # ended since it was listed
+        # proc(5): fields 14 and 15, utime and stime in clock ticks; the name before ")" may hold spaces.
+        fields = stat.rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def children_of(pid):
+    """Return the pids of ``pid``'s child processes (gunicorn's workers)."""
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def postgres_pids():
+    """Return the pids of every PostgreSQL server process (the backends serving the workers among them)."""
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and _comm(entry) == "postgres"]
+
+
+def _comm(proc_dir):
+    try:
+        return (proc_dir / "comm").read_text().strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+class CpuMeter:
+    """CPU time per part of the stack over one measurement: the service's workers, the emulator,
+    PostgreSQL's processes and this bench (the senders), so a throughput can be read against what
+    the machine's cores could give."""
+
+    def __init__(self, parts):
+        self.parts = parts  # {name: callable returning the part's pids now}
+
+    def __enter__(self):
+        self.start = self._now()
+        return self
+
+    def __exit__(self, *exc):
+        end = self._now()
+        self.seconds = {name: end[name] - self.start[name] for name in self.parts}
+
+    def _now(self):
+        now = {name: cpu_seconds(pids()) for name, pids in self.parts.items() if name != "senders"}
+        if "senders" in self.parts:
+            now["senders"] = time.process_time()
+        return now
+
+
+def cpu_per_event(cpu_ms):
+    """``CPU/event: workers 7.9 ms + ... = 12.0 ms, so 2 cores give <= 167 events/s`` for the table."""
+    if not cpu_ms:
+        return "CPU/event: —"
+    total = sum(cpu_ms.values())
+    parts = " + ".join(f"{name} {ms:.1f}" for name, ms in cpu_ms.items())
+    ceiling = os.cpu_count() * 1000 / total
+    return f"CPU/event (ms): {parts} = {total:.1f}, so {os.cpu_count()} cores give <= {ceiling:,.0f} events/s"
+
+
+def measure_webhooks(port, emulator, db, prices, args, pids):
     """The webhook rows: the lifecycle mix from many senders, then a smaller one from one sender.
 
-    ``prices`` (``{plan: price id}``) are the emulator prices the service maps in ``PROVIDER_PLANS``.
+    ``prices`` (``{plan: price id}``) are the emulator prices the service maps in ``PROVIDER_PLANS``;
+    ``pids`` is ``{"gunicorn": master pid, "emulator": pid}``, whose CPU time is counted per event.
     """
     customers = seed_customers(emulator, db.engine, f"hook-{db.kind}-", args.webhook_users + SINGLE_WEBHOOK_USERS)
     log(f"driving {len(customers)} subscription lifecycles at the emulator")
@@ -487,8 +553,15 @@ def measure_webhooks(port, emulator, db, prices, args):
     loaded, single = customers[:args.webhook_users], customers[args.webhook_users:]
     payloads = in_creation_order({customer: events[customer] for customer in loaded})
     before_rows, before_calls = count_rows(db, WebhookEvent), emulator.api_requests()
-    out = {"webhook": drive_webhooks(port, payloads, CONNECTIONS, args.duration, WEBHOOK_SECRET)}
+    parts = {"workers": lambda: children_of(pids["gunicorn"]), "emulator": lambda: [pids["emulator"]],
+             "senders": None}
+    if db.kind == "postgres":
+        parts["postgres"] = postgres_pids
+    with CpuMeter(parts) as cpu:
+        out = {"webhook": drive_webhooks(port, payloads, CONNECTIONS, args.duration, WEBHOOK_SECRET)}
     hook = out["webhook"]
+    hook["cpu_ms_per_event"] = {name: seconds * 1000 / hook["sent"] for name, seconds in cpu.seconds.items()
+                                } if hook["sent"] else {}
     hook["provider_calls"] = emulator.api_requests() - before_calls
     hook["provider_calls_per_event"] = hook["provider_calls"] / hook["sent"] if hook["sent"] else None
     hook["ledger_rows"] = count_rows(db, WebhookEvent) - before_rows
@@ -510,7 +583,7 @@ def measure_webhooks(port, emulator, db, prices, args):
     return out
 
 
-def bench_database(kind, args, wrk, emulator, minimal_port, workdir):
+def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pid):
     log(f"=== {kind} ===")
     db = Database(kind, workdir)
     prices = emulator.prices()
@@ -542,7 +615,8 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir):
 
         out["intent"] = measure_intents(port, prices["pro"], args.intents)
 
-        out.update(measure_webhooks(port, emulator, db, prices, args))
+        out.update(measure_webhooks(port, emulator, db, prices, args,
+                                    {"gunicorn": gunicorn.process.pid, "emulator": emulator_pid}))
 
         gunicorn.stop()
         gunicorn = None
@@ -607,7 +681,8 @@ def table_rows(kind, r, args):
     hook = r["webhook"]
     calls = hook["provider_calls_per_event"]
     detail = (f"{_f(calls, 2)} provider calls/event; {hook['ok']:,} ok of {hook['events']:,}; "
-              f"ledger {hook['ledger_rows']:,}; converged {hook.get('converged', '—')} of {hook['users']}")
+              f"ledger {hook['ledger_rows']:,}; converged {hook.get('converged', '—')} of {hook['users']}; "
+              f"{cpu_per_event(hook['cpu_ms_per_event'])}")
     if kind == "postgres":
         hook_ok = (hook["events_per_s"] >= WEBHOOK_MIN_EVENTS_PER_S and hook["p99_ms"] is not None
                    and hook["p99_ms"] < WEBHOOK_MAX_P99_MS and hook["errors"] == 0 and hook["sent"] == hook["events"])
@@ -689,7 +764,7 @@ def main(argv=None):
             minimal.wait_http(minimal_port, "/")
             for kind in kinds:
                 results[kind] = bench_database(kind, args, wrk, RemoteEmulator(f"http://{HOST}:{emulator_port}"),
-                                               minimal_port, workdir)
+                                               minimal_port, workdir, emulator.process.pid)
         finally:
             minimal.stop()
             emulator.stop()
