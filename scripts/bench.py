@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import re
+import resource
 import secrets
 import shutil
 import socket
@@ -313,19 +314,33 @@ def summarize(runs):
     return out
 
 
-def run_rows(wrk, rows, args, workdir):
+def run_rows(wrk, rows, args, workdir, meters=None):
     """Measure ``rows`` (``{name: (port, path, token)}``): a warm-up each, then ``args.repeats`` rounds.
 
     Each round runs every row once for ``args.duration`` s, in turn, so that a row and the rows
-    it is compared with share the machine's ups and downs. Returns ``{name: summarize(...)}``.
+    it is compared with share the machine's ups and downs. Returns ``{name: summarize(...)}``; a
+    row named in ``meters`` (``{name: CpuMeter parts}``) also gets its median CPU time per request
+    by part (``cpu_ms_per_request``), wrk's own included.
     """
+    meters = meters or {}
     for port, path, token in rows.values():
         run_wrk(wrk, port, path, WARM_UP_SECONDS, workdir, token)
     runs = {name: [] for name in rows}
     for _ in range(args.repeats):
         for name, (port, path, token) in rows.items():
-            runs[name].append(run_wrk(wrk, port, path, args.duration, workdir, token))
-    return {name: summarize(row_runs) for name, row_runs in runs.items()}
+            with CpuMeter({**meters.get(name, {}), "wrk": None}) as cpu:
+                result = run_wrk(wrk, port, path, args.duration, workdir, token)
+            requests = result["rps"] * args.duration
+            if name in meters and requests:
+                result["cpu_ms_per_request"] = {part: seconds * 1000 / requests
+                                                for part, seconds in cpu.seconds.items()}
+            runs[name].append(result)
+    summaries = {name: summarize(row_runs) for name, row_runs in runs.items()}
+    for name in meters:
+        summaries[name]["cpu_ms_per_request"] = {part: statistics.median(run["cpu_ms_per_request"][part]
+                                                                         for run in runs[name])
+                                                 for part in runs[name][0]["cpu_ms_per_request"]}
+    return summaries
 
 
 def measure_logins(port, email, count):
@@ -508,13 +523,19 @@ def _comm(proc_dir):
         return None
 
 
+def _reaped_children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 class CpuMeter:
-    """CPU time per part of the stack over one measurement: the service's workers, the emulator,
-    PostgreSQL's processes and this bench (the senders), so a throughput can be read against what
-    the machine's cores could give."""
+    """CPU time per part of the stack over one measurement, so a throughput can be read against
+    what the machine's cores could give. ``parts`` is ``{name: callable returning pids}``; two
+    names are measured without pids: ``senders`` (this process: the webhook senders' threads)
+    and ``wrk`` (the children this process reaped meanwhile: the wrk run)."""
 
     def __init__(self, parts):
-        self.parts = parts  # {name: callable returning the part's pids now}
+        self.parts = parts
 
     def __enter__(self):
         self.start = self._now()
@@ -525,10 +546,8 @@ class CpuMeter:
         self.seconds = {name: end[name] - self.start[name] for name in self.parts}
 
     def _now(self):
-        now = {name: cpu_seconds(pids()) for name, pids in self.parts.items() if name != "senders"}
-        if "senders" in self.parts:
-            now["senders"] = time.process_time()
-        return now
+        own = {"senders": time.process_time, "wrk": _reaped_children_cpu}
+        return {name: own[name]() if name in own else cpu_seconds(pids()) for name, pids in self.parts.items()}
 
 
 def cpu_per_event(cpu_ms):
@@ -605,9 +624,13 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
         token, out["login"] = measure_logins(port, email, args.logins)
         log(f"login: p50 {out['login']['p50_ms']:.0f} ms over {args.logins}")
 
+        server = {"workers": lambda: children_of(gunicorn.process.pid)}
+        if kind == "postgres":
+            server["postgres"] = postgres_pids
         out.update(run_rows(wrk, {"minimal": (minimal_port, "/", None), "bare": (port, "/_bench/bare", token),
                                   "me": (port, "/auth/me", token),
-                                  "me_scoped": (port, "/auth/me", create_scoped_token(port, token))}, args, workdir))
+                                  "me_scoped": (port, "/auth/me", create_scoped_token(port, token))}, args, workdir,
+                            meters={"me": server}))
 
         seed_other_tokens(db, user_id, args.other_tokens)
         out["me_many_tokens"] = run_rows(wrk, {"many": (port, "/auth/me", token)}, args, workdir)["many"]
@@ -666,7 +689,9 @@ def table_rows(kind, r, args):
                  f"{bare['rps'] / minimal['rps']:.0%} of minimal", "(no target)", "info"])
     share, target_share = me["rps"] / minimal["rps"], ME_MIN_SHARE_OF_MINIMAL[kind]
     me_ok = share >= target_share and me["p99_ms"] < ME_MAX_P99_MS and me["errors"] == 0
-    rows.append([kind, f"`GET /auth/me`, valid token, {runs}", *_wrk_cells(me), f"{share:.0%} of minimal",
+    cpu = " + ".join(f"{part} {ms:.2f}" for part, ms in me["cpu_ms_per_request"].items())
+    rows.append([kind, f"`GET /auth/me`, valid token, {runs}", *_wrk_cells(me),
+                 f"{share:.0%} of minimal; CPU/request (ms): {cpu}",
                  f">= {target_share:.0%} of minimal, p99 < {ME_MAX_P99_MS:g} ms, 0 errors", verdict(me_ok)])
     scoped = r["me_scoped"]
     scoped_cost = 1 - scoped["rps"] / me["rps"] if me["rps"] else 1.0
