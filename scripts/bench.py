@@ -166,6 +166,17 @@ def post_json(port, path, payload):
     return status, json.loads(body or b"null")
 
 
+def register_and_login(port, email):
+    """Register ``email`` and log in; return the user's id and a login token."""
+    status, body = post_json(port, "/auth/register", {"email": email, "password": PASSWORD})
+    if status != 201:
+        raise RuntimeError(f"register failed: {status} {body}")
+    status, login = post_json(port, "/auth/login", {"email": email, "password": PASSWORD})
+    if status != 200:
+        raise RuntimeError(f"login failed: {status} {login}")
+    return body["id"], login["access_token"]
+
+
 def create_scoped_token(port, token):
     """Create a personal access token with only ``profile:read``, what ``/auth/me`` needs; return its plain text."""
     status, body = request(port, "POST", "/auth/tokens",
@@ -624,16 +635,18 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
         token, out["login"] = measure_logins(port, email, args.logins)
         log(f"login: p50 {out['login']['p50_ms']:.0f} ms over {args.logins}")
 
+        # The user with many tokens is another user, seeded first, so that its row runs in the same
+        # rounds as the row it is compared with (run after them, it met other ups and downs).
+        many_user, many_token = register_and_login(port, "bench-many@bench.example")
+        seed_other_tokens(db, many_user, args.other_tokens)
         server = {"workers": lambda: children_of(gunicorn.process.pid)}
         if kind == "postgres":
             server["postgres"] = postgres_pids
         out.update(run_rows(wrk, {"minimal": (minimal_port, "/", None), "bare": (port, "/_bench/bare", token),
                                   "me": (port, "/auth/me", token),
-                                  "me_scoped": (port, "/auth/me", create_scoped_token(port, token))}, args, workdir,
+                                  "me_scoped": (port, "/auth/me", create_scoped_token(port, token)),
+                                  "me_many_tokens": (port, "/auth/me", many_token)}, args, workdir,
                             meters={"me": server}))
-
-        seed_other_tokens(db, user_id, args.other_tokens)
-        out["me_many_tokens"] = run_rows(wrk, {"many": (port, "/auth/me", token)}, args, workdir)["many"]
         out["me_many_tokens"]["other_tokens"] = args.other_tokens
 
         out["intent"] = measure_intents(port, prices["pro"], args.intents)
@@ -702,7 +715,7 @@ def table_rows(kind, r, args):
     cost = 1 - many["rps"] / me["rps"] if me["rps"] else 1.0
     many_ok = cost < TOKENS_MAX_COST and many["errors"] == 0
     rows.append([kind, f"`GET /auth/me`, user owns {many['other_tokens']:,} other tokens", *_wrk_cells(many),
-                 f"cost {cost:+.1%} vs row above", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors", verdict(many_ok)])
+                 f"cost {cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors", verdict(many_ok)])
     hook = r["webhook"]
     calls = hook["provider_calls_per_event"]
     detail = (f"{_f(calls, 2)} provider calls/event; {hook['ok']:,} ok of {hook['events']:,}; "
