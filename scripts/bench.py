@@ -399,10 +399,9 @@ def gunicorn_argv(port, app):
 
 
 # Runs the command after the fd number it is given and writes the command's peak resident set (KiB)
-# to that fd. Linux counts a child's peak
-# from the memory of the process it was forked from until its exec (with vfork, that process's
-# own), so timed straight from this bench, hundreds of MB by then, the prune showed the bench's
-# size; from this small launcher it shows its own.
+# to that fd. Linux counts in a child's peak the memory of the process it was forked from, until
+# its exec (with vfork, that process's own), so started straight from this bench, hundreds of MB
+# by then, the prune showed the bench's size; started from this small launcher it shows its own.
 _PEAK_RSS_LAUNCHER = ("import os, resource, subprocess, sys; code = subprocess.call(sys.argv[2:]); "
                       "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
                       "os.write(int(sys.argv[1]), str(peak).encode()); sys.exit(code)")
@@ -562,7 +561,7 @@ class CpuMeter:
 
 
 def cpu_per_event(cpu_ms):
-    """``CPU/event: workers 7.9 ms + ... = 12.0 ms, so 2 cores give <= 167 events/s`` for the table."""
+    """The table's ``CPU/event (ms): workers 7.9 + ... = 12.0, so 2 cores give <= 167 events/s``."""
     if not cpu_ms:
         return "CPU/event: —"
     total = sum(cpu_ms.values())
@@ -590,8 +589,8 @@ def measure_webhooks(port, emulator, db, prices, args, pids):
     with CpuMeter(parts) as cpu:
         out = {"webhook": drive_webhooks(port, payloads, CONNECTIONS, args.duration, WEBHOOK_SECRET)}
     hook = out["webhook"]
-    hook["cpu_ms_per_event"] = {name: seconds * 1000 / hook["sent"] for name, seconds in cpu.seconds.items()
-                                } if hook["sent"] else {}
+    sent = hook["sent"]
+    hook["cpu_ms_per_event"] = {name: seconds * 1000 / sent for name, seconds in cpu.seconds.items()} if sent else {}
     hook["provider_calls"] = emulator.api_requests() - before_calls
     hook["provider_calls_per_event"] = hook["provider_calls"] / hook["sent"] if hook["sent"] else None
     hook["ledger_rows"] = count_rows(db, WebhookEvent) - before_rows
