@@ -64,6 +64,7 @@ from scripts.bench_webhooks import (  # noqa: E402
     percentile,
     seed_customers,
 )
+from tests.ports import free_port  # noqa: E402
 
 HOST = "127.0.0.1"
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
@@ -92,12 +93,6 @@ PRUNE_MAX_RSS_MB = 200.0
 
 def log(message):
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 def ensure_wrk():

@@ -8,8 +8,6 @@ the service, ``invoice.paid`` and activating updates make the card listener call
 (retrieve the payment intent and the customer, set the default method, retrieve the method),
 so ``provider_calls_per_event`` is counted from the emulator's ``GET /_emulator/requests``.
 """
-import hashlib
-import hmac
 import http.client
 import itertools
 import json
@@ -23,6 +21,7 @@ from sqlalchemy import insert, select
 from app.billing.events import REQUIRED_EVENT_TYPES
 from app.models import Subscription, User
 from tests.reliability.support import customer_of, drive_lifecycles, provider_events
+from tests.signing import sign
 
 HOST = "127.0.0.1"
 API_KEY = "sk_test_bench"
@@ -34,13 +33,6 @@ def percentile(values, fraction):
         return None
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))]
-
-
-def sign(payload, secret, timestamp=None):
-    """Return a ``Stripe-Signature`` header for ``payload`` (bytes), as Stripe computes it."""
-    timestamp = int(time.time()) if timestamp is None else timestamp
-    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + payload, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={digest}"
 
 
 class RemoteEmulator:

@@ -5,31 +5,29 @@ The database is SQLite in a temporary folder, or the PostgreSQL database named b
 the real migrations; every test then starts from empty tables.
 """
 import copy
-import hashlib
-import hmac
 import json
 import os
 import sqlite3
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import stripe
 from flask_migrate import upgrade
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, select, text
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from app import create_app
+from app.auth import tokens
 from app.billing.events import REQUIRED_EVENT_TYPES
 from app.extensions import db
 from app.models import User
 from scripts.stripe_emulator.testing import RunningEmulator
 from tests.receivers import HttpReceiver, SmtpSink
+from tests.signing import WEBHOOK_SECRET, sign
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "migrations")
-WEBHOOK_SECRET = "whsec_test_secret"
 PASSWORD = "correct horse battery"
 
 BASE_CONFIG = {
@@ -157,6 +155,24 @@ def bearer(token_body):
 
 
 @pytest.fixture
+def fuzzed_app(make_app, prices):
+    """An app for schemathesis to call: prices mapped, and a user ``fuzz@example.com`` (see ``fresh_token``)."""
+    # The limiter would answer 429 to most generated logins; 429 is covered in test_security.
+    app = make_app(AUTH_LOGIN_RATE_LIMIT="100000 per minute")
+    register(app.test_client(), email="fuzz@example.com")
+    return app
+
+
+def fresh_token(app):
+    """Issue a token to ``fuzzed_app``'s user directly (a generated logout or refresh may delete the last one)."""
+    with app.app_context():
+        user = db.session.scalars(select(User).where(User.email == "fuzz@example.com")).one()
+        _, plain_text = tokens.issue(user)
+        db.session.commit()
+    return plain_text
+
+
+@pytest.fixture
 def user(client):
     return register(client)
 
@@ -172,13 +188,6 @@ def load_event(name, **changes):
     event = copy.deepcopy(json.loads(path.read_text()))
     event.update(changes)
     return event
-
-
-def sign(payload, secret=WEBHOOK_SECRET, timestamp=None):
-    """Return a ``Stripe-Signature`` header for ``payload`` (bytes), as Stripe computes it."""
-    timestamp = int(time.time()) if timestamp is None else timestamp
-    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + payload, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={digest}"
 
 
 def deliver(client, event, **sign_options):

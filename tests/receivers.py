@@ -4,7 +4,6 @@ Both run in this process on 127.0.0.1, in threads, and keep what they received.
 """
 import asyncio
 import base64
-import socket
 import threading
 from email import message_from_bytes, policy
 
@@ -12,14 +11,10 @@ from aiosmtpd.controller import Controller
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from tests.ports import free_port
+
 # A Standard Webhooks secret: "whsec_" + base64 of 32 bytes.
 NOTIFY_SECRET = "whsec_" + base64.b64encode(b"test-notify-webhook-secret-0123").decode()
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class SmtpSink:

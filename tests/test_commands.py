@@ -17,7 +17,7 @@ from app.cli import ServiceCommand, ServiceGroup
 from app.extensions import db
 from app.models import AccessToken, User
 from tests.conftest import BASE_CONFIG, MIGRATIONS, PASSWORD, holding_lock, login
-from tests.reliability.support import free_port
+from tests.ports import free_port
 from tests.test_startup import FLASK, ROOT, environ, run
 
 LOG_RECORD = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (WARNING|INFO|ERROR) \[")

@@ -3,7 +3,7 @@ import pytest
 
 from app import create_app
 from tests.conftest import BASE_CONFIG
-from tests.receivers import free_port
+from tests.ports import free_port
 
 
 def test_health_is_ok_when_the_database_answers(client):

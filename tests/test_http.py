@@ -12,7 +12,7 @@ import redis
 
 from app.http import MAX_HEADER_FIELD_SIZE, MAX_HEADER_SIZE, MAX_URL_LENGTH
 from tests.conftest import PASSWORD, bearer, login
-from tests.reliability.support import free_port
+from tests.ports import free_port
 from tests.test_errors import assert_error
 
 

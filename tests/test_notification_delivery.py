@@ -20,7 +20,8 @@ from app.notifications.channels import configured_channels
 from app.signals import webhook_handled
 from app.timeutil import utcnow
 from tests.conftest import BASE_CONFIG, deliver, load_event
-from tests.receivers import NOTIFY_SECRET, free_port
+from tests.ports import free_port
+from tests.receivers import NOTIFY_SECRET
 
 KINDS_DATA = {
     "subscribed": {"subscription": "sub_1", "from_status": "incomplete", "status": "active"},

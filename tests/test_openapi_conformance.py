@@ -8,8 +8,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 
-from tests.conftest import register
-from tests.reliability.test_bad_input import fresh_token
+from tests.conftest import fresh_token
 
 load_all_checks()
 ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
@@ -29,15 +28,8 @@ def excluded_for(case):
 
 
 @pytest.fixture
-def conformance_app(make_app, prices):
-    app = make_app(AUTH_LOGIN_RATE_LIMIT="100000 per minute")
-    register(app.test_client(), email="fuzz@example.com")
-    return app
-
-
-@pytest.fixture
-def api_schema(conformance_app):
-    loaded = schemathesis.openapi.from_wsgi("/openapi.json", conformance_app)
+def api_schema(fuzzed_app):
+    loaded = schemathesis.openapi.from_wsgi("/openapi.json", fuzzed_app)
     # The coverage phase tries every boundary of every field, minutes per run; the generated
     # examples (positive and negative) are bounded by max_examples below.
     loaded.config.phases.coverage.enabled = False
@@ -55,6 +47,6 @@ def test_every_schemathesis_check_passes(case):
 
 @schema.parametrize()
 @settings(max_examples=50, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
-def test_every_schemathesis_check_passes_with_a_valid_token(case, conformance_app):
-    case.call_and_validate(headers={"Authorization": f"Bearer {fresh_token(conformance_app)}"}, checks=ALL_CHECKS,
+def test_every_schemathesis_check_passes_with_a_valid_token(case, fuzzed_app):
+    case.call_and_validate(headers={"Authorization": f"Bearer {fresh_token(fuzzed_app)}"}, checks=ALL_CHECKS,
                            excluded_checks=excluded_for(case))

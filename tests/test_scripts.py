@@ -12,7 +12,7 @@ import requests
 
 from scripts.demo import Demo
 from scripts.dev import Stack
-from tests.reliability.support import free_port
+from tests.ports import free_port
 
 
 def offset(emulator_url):

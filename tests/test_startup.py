@@ -12,7 +12,7 @@ from pathlib import Path
 import requests
 
 from tests.conftest import WEBHOOK_SECRET, deliver, load_event
-from tests.reliability.support import free_port
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 FLASK = [sys.executable, "-m", "flask", "--app", "wsgi"]

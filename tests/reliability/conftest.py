@@ -20,7 +20,8 @@ import pytest
 import redis
 
 from tests.conftest import BASE_CONFIG, WEBHOOK_SECRET
-from tests.reliability.support import TALLY, WORKERS, Gunicorn, free_port
+from tests.ports import free_port
+from tests.reliability.support import TALLY, WORKERS, Gunicorn
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench-results" / "reliability.json"

@@ -2,7 +2,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -11,19 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
-from tests.conftest import sign
+from tests.signing import sign
 
 WORKERS = 4
 
 # Session-wide counts, written to bench-results/reliability.json; each key is explained in
 # scripts/reliability_report.py.
 TALLY = Counter()
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Gunicorn:

@@ -21,10 +21,9 @@ from schemathesis.checks import (
 )
 from sqlalchemy import func, select
 
-from app.auth import tokens
 from app.extensions import db
-from app.models import User, WebhookEvent
-from tests.conftest import PASSWORD, register, sign
+from app.models import WebhookEvent
+from tests.conftest import PASSWORD, fresh_token, sign
 from tests.reliability.support import TALLY
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
@@ -33,28 +32,11 @@ EXAMPLES_PER_OPERATION = 15
 
 
 @pytest.fixture
-def fuzzed_app(make_app, prices):
-    # The limiter would answer 429 to most generated logins; 429 is covered in test_security.
-    app = make_app(AUTH_LOGIN_RATE_LIMIT="100000 per minute")
-    register(app.test_client(), email="fuzz@example.com")
-    return app
-
-
-@pytest.fixture
 def api_schema(fuzzed_app):
     return schemathesis.openapi.from_wsgi("/openapi.json", fuzzed_app)
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")
-
-
-def fresh_token(app):
-    """Issue a token directly (a logout or refresh among the generated calls may delete the last one)."""
-    with app.app_context():
-        user = db.session.scalars(select(User).where(User.email == "fuzz@example.com")).one()
-        _, plain_text = tokens.issue(user)
-        db.session.commit()
-    return plain_text
 
 
 @schema.parametrize()

@@ -16,6 +16,7 @@ from app.extensions import db
 from app.models import Notification, Subscription, User, WebhookEvent
 from app.signals import webhook_handled
 from tests.conftest import bearer, deliver, holding_lock, login, register
+from tests.ports import free_port
 from tests.reliability.support import activating_update, post_event, start_paid_subscriptions
 
 # The SDK's own backoff between two attempts is at most a second here; the rest is slack for a
@@ -277,8 +278,6 @@ class socket_closed_port:
     """A port on which nothing listens (bound, then closed)."""
 
     def __enter__(self):
-        from tests.reliability.support import free_port
-
         return free_port()
 
     def __exit__(self, *exc):

@@ -13,8 +13,9 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import BASE_CONFIG, PASSWORD, WEBHOOK_SECRET, bearer
+from tests.ports import free_port
 from tests.reliability.conftest import ROOT
-from tests.reliability.support import TALLY, Gunicorn, free_port
+from tests.reliability.support import TALLY, Gunicorn
 
 WORKERS = 2
 TOKEN = "scrape-token-for-the-reliability-test"
