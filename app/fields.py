@@ -47,6 +47,19 @@ class Url(_StorableText, fields.Url):
     """A request URL that the database and the provider can take."""
 
 
+class Boolean(fields.Boolean):
+    """A request boolean: JSON ``true`` or ``false`` only, as the OpenAPI document says.
+
+    Marshmallow's own also takes ``0``, ``1``, ``"yes"``, ``"off"`` and more, which a client reading
+    the document cannot know and schemathesis rightly reports as a schema violation accepted.
+    """
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
 class Timestamp(fields.Field):
     """An aware ``datetime`` shown as ISO 8601 UTC with a ``Z`` suffix (CONTRACT); output only.
 

@@ -5,7 +5,7 @@ Request strings use the ``app.fields`` types, which refuse NUL and unpaired surr
 from marshmallow import Schema, ValidationError, fields, post_load, validate
 
 from app.auth.abilities import ABILITIES
-from app.fields import Email, Text, Timestamp
+from app.fields import Boolean, Email, Text, Timestamp
 from app.pagination import MAX_ID
 
 
@@ -18,7 +18,7 @@ class RegisterSchema(Schema):
 class LoginSchema(Schema):
     email = Email(required=True, validate=validate.Length(max=320))
     password = Text(required=True, load_only=True, validate=validate.Length(max=1024))
-    remember_me = fields.Boolean(load_default=False)
+    remember_me = Boolean(load_default=False)
 
 
 class TokenSchema(Schema):
@@ -95,4 +95,4 @@ class TokenPathSchema(Schema):
 
 
 class LogoutAllSchema(Schema):
-    except_current = fields.Boolean(load_default=False, metadata={"description": "Keep the token of this request"})
+    except_current = Boolean(load_default=False, metadata={"description": "Keep the token of this request"})
