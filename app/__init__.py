@@ -10,6 +10,7 @@ from app import config as app_config
 from app.billing.stripe_provider import StripeProvider
 from app.commands import register_commands
 from app.db_pool import server_engine_options
+from app.db_session import AUTOCOMMIT_BIND, autocommit_bind
 from app.errors import register_errorhandlers
 from app.extensions import api, db, limiter, migrate
 from app.fields import Timestamp
@@ -66,6 +67,10 @@ def configure(app, config):
     app_config.validate(app.config)
     if "SQLALCHEMY_ENGINE_OPTIONS" not in app.config:
         app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(app.config)
+    uri = app.config["SQLALCHEMY_DATABASE_URI"]
+    if not uri.startswith("sqlite"):
+        app.config["SQLALCHEMY_BINDS"] = {**app.config.get("SQLALCHEMY_BINDS", {}), AUTOCOMMIT_BIND: autocommit_bind(
+            uri, app.config["SQLALCHEMY_ENGINE_OPTIONS"])}
     os.makedirs(app.instance_path, exist_ok=True)
     if app.config["PROXY_FIX_X_FOR"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["PROXY_FIX_X_FOR"])

@@ -120,7 +120,8 @@ def make_app(database_url, emulator, request):
                     conn.execute(table.delete())
     for app in made:
         with app.app_context():
-            db.engine.dispose()
+            for engine in db.engines.values():  # the autocommit engine of reads has a pool too
+                engine.dispose()
 
 
 @pytest.fixture
