@@ -86,7 +86,8 @@ def apply_subscription(user, obj, as_of):
     subscription.provider_created_at = from_timestamp(obj.get("created"))
     subscription.provider_updated_at = max(as_of, subscription.provider_updated_at)
     _apply_items(subscription, items)
-    db.session.flush()
+    # Not flushed here: the next query autoflushes, or the commit does, so that a webhook's writes
+    # (this row, the listeners' user, notifications and outbox rows) are one unit of work, not two.
     return subscription
 
 
