@@ -6,6 +6,7 @@ import pytest
 import time_machine
 from sqlalchemy import event, select
 
+from app.db_session import autocommit_engine
 from app.extensions import db
 from app.models import AccessToken, Subscription, User
 from tests.conftest import PASSWORD, bearer, login, register
@@ -130,6 +131,39 @@ def test_an_authenticated_read_is_one_statement_with_the_plan_from_every_subscri
     assert len(statements) == 1 and "personal_access_tokens" in statements[0]
     assert me["plan"] == "pro" and me["subscription"]["id"] == "sub_new"
 
+
+
+def test_reads_run_in_autocommit_on_their_own_engine_and_writes_in_a_transaction(app, client, auth_headers):
+    """On PostgreSQL a GET's statements run on the ``autocommit`` bind (no BEGIN, no level switch at
+    checkout); a POST's in a transaction on the default engine. SQLite has the one engine for both."""
+    with app.app_context():
+        default, reads = db.engine, autocommit_engine()
+    server = default.dialect.name != "sqlite"
+    assert (reads is not default) == server
+    assert client.get("/auth/me", headers=auth_headers).status_code == 200  # writes last_used_at once
+    seen = []
+
+    def record(conn, cursor, statement, *args):
+        autocommit = getattr(conn.connection.dbapi_connection, "autocommit", None)
+        seen.append((conn.engine is reads, statement.split()[0], autocommit))
+
+    for engine in {default, reads}:
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        assert client.get("/auth/me", headers=auth_headers).status_code == 200
+        reading, seen[:] = list(seen), []
+        assert client.post("/auth/tokens", json={"name": "ci", "abilities": ["profile:read"]},
+                           headers=auth_headers).status_code == 201
+        writing = list(seen)
+    finally:
+        for engine in {default, reads}:
+            event.remove(engine, "before_cursor_execute", record)
+    # The bearer lookup of either request reads on the reads engine; the POST's view then writes.
+    assert [(on_reads, verb) for on_reads, verb, _ in reading] == [(True, "SELECT")]
+    assert writing[0][:2] == (True, "SELECT") and len(writing) > 1
+    if server:
+        assert reading[0][2] is True and writing[0][2] is True
+        assert all(not on_reads and autocommit is False for on_reads, _, autocommit in writing[1:])
 
 def test_logout_deletes_only_the_current_token(app, client, user):
     first, second = bearer(login(client)), bearer(login(client))
