@@ -35,6 +35,12 @@ log = logging.getLogger(__name__)
 # Seconds a client is asked to wait while the store is down: long enough not to hammer a store
 # being restarted.
 STORE_RETRY_AFTER = 5
+# Seconds a Redis store may take to connect, and to answer one command, before it counts as down.
+# redis-py's default is 5 s: with a store that accepts connections but never answers (a hung
+# server, a half-dead network path) each login held its sync worker 5 s, so a burst of logins
+# stalled every other endpoint too. A healthy store answers a rate-limit check in under a millisecond.
+STORE_TIMEOUT = 1.0
+_REDIS_SCHEMES = ("redis://", "rediss://", "redis+unix://", "valkey://", "valkeys://", "valkey+unix://")
 
 
 class RateLimiter:
@@ -44,11 +50,16 @@ class RateLimiter:
         """Connect the store named by ``RATELIMIT_STORAGE_URI`` with ``RATELIMIT_STRATEGY``.
 
         ``RATELIMIT_STORAGE_OPTIONS`` (a mapping) is passed to the store's constructor; the store's
-        own errors are always wrapped as ``limits``' ``StorageError``, whatever the backend.
+        own errors are always wrapped as ``limits``' ``StorageError``, whatever the backend. A Redis
+        or Valkey store gets ``socket_timeout`` and ``socket_connect_timeout`` of ``STORE_TIMEOUT``
+        seconds unless those options set their own.
         """
-        options = {**app.config.get("RATELIMIT_STORAGE_OPTIONS", {}), "wrap_exceptions": True}
+        uri = app.config["RATELIMIT_STORAGE_URI"]
+        timeouts = {"socket_timeout": STORE_TIMEOUT, "socket_connect_timeout": STORE_TIMEOUT}
+        options = {**(timeouts if uri.startswith(_REDIS_SCHEMES) else {}),
+                   **app.config.get("RATELIMIT_STORAGE_OPTIONS", {}), "wrap_exceptions": True}
         try:
-            storage = storage_from_string(app.config["RATELIMIT_STORAGE_URI"], **options)
+            storage = storage_from_string(uri, **options)
         except LimitsConfigurationError as exc:
             # A scheme whose client library is not installed (pymemcache for memcached://, ...).
             raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None

@@ -3,7 +3,9 @@
 that is down. tests/reliability/test_http_surface.py repeats the bounds through a real gunicorn."""
 import io
 import logging
+import socket
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 
@@ -11,6 +13,7 @@ import pytest
 import redis
 
 from app.http import MAX_HEADER_FIELD_SIZE, MAX_HEADER_SIZE, MAX_URL_LENGTH
+from app.rate_limit import STORE_TIMEOUT
 from tests.conftest import PASSWORD, bearer, login
 from tests.ports import free_port
 from tests.test_errors import assert_error
@@ -117,6 +120,23 @@ def redis_server(port):
         process.terminate()
         process.wait(10)
 
+
+def test_a_rate_limit_store_that_never_answers_is_a_503_within_its_timeout(make_app, user):
+    """A store that accepts connections and then says nothing (a hung Redis) is down after
+    ``STORE_TIMEOUT`` seconds, not redis-py's default 5 s that held the worker."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # the kernel completes the handshakes
+        port = silent.getsockname()[1]
+        client = make_app(RATELIMIT_STORAGE_URI=f"redis://127.0.0.1:{port}/0").test_client()
+        answers = []
+        attempt = threading.Thread(target=lambda: answers.append(
+            client.post("/auth/login", json={"email": "ada@example.com", "password": PASSWORD})), daemon=True)
+        started = time.monotonic()
+        attempt.start()
+        attempt.join(STORE_TIMEOUT * 10)
+        elapsed = time.monotonic() - started
+    assert answers, f"the login still waited on the silent store after {elapsed:.1f} s"
+    assert_error(answers[0], 503, "service_unavailable")
+    assert STORE_TIMEOUT * 0.9 <= elapsed < STORE_TIMEOUT * 5
 
 def test_login_while_the_rate_limit_store_is_down_is_503_and_each_outage_is_logged_once(make_app, user, caplog):
     # Nothing listens on the port at first: the connection is refused, as when Redis is down.
