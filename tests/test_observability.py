@@ -5,9 +5,11 @@ import pytest
 import time_machine
 from prometheus_client.parser import text_string_to_metric_families
 
+from app import create_app
 from app.extensions import db
-from app.models import User
-from tests.conftest import bearer, deliver, load_event, login, register
+from app.models import FailedWebhookEvent, User
+from app.timeutil import utcnow
+from tests.conftest import BASE_CONFIG, bearer, deliver, load_event, login, register
 from tests.receivers import NOTIFY_SECRET
 from tests.test_notification_delivery import add_notifications
 from tests.test_webhook import CUSTOMER, DURING_PERIOD
@@ -180,3 +182,36 @@ def test_text_log_stays_the_default(client, capsys):
     assert " INFO [" in line and "app.request: GET /health 200" in line
     with pytest.raises(json.JSONDecodeError):
         json.loads(line)
+
+
+def _add_failure(app, event_id, resolved=False):
+    with app.app_context():
+        db.session.add(FailedWebhookEvent(
+            id=event_id, type="invoice.paid", payload="{}", error_class="ProviderUnavailable", error_message="down",
+            resolved_at=utcnow() if resolved else None))
+        db.session.commit()
+
+
+def test_the_open_failed_events_gauge_is_read_at_each_scrape(metrics_app):
+    """A redelivery resolves its record in the webhook's transaction, which leaves the gauge alone:
+    the scrape reads the count, so it never shows a failure that is already resolved."""
+    client = metrics_app.test_client()
+    _add_failure(metrics_app, "evt_open_1")
+    _add_failure(metrics_app, "evt_open_2")
+    _add_failure(metrics_app, "evt_done", resolved=True)
+    assert value(scrape(client), "webhook_failed_events_open") == 2
+    with metrics_app.app_context():
+        db.session.get(FailedWebhookEvent, "evt_open_1").resolved_at = utcnow()
+        db.session.commit()
+    assert value(scrape(client), "webhook_failed_events_open") == 1
+
+
+def test_metrics_answer_with_the_database_down(metrics_app, tmp_path, caplog):
+    client = metrics_app.test_client()
+    _add_failure(metrics_app, "evt_open")
+    assert value(scrape(client), "webhook_failed_events_open") == 1
+    down = create_app({**BASE_CONFIG, "METRICS_ENABLED": "1",
+                       "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'missing' / 'nothing.db'}"})
+    samples = scrape(down.test_client())
+    assert value(samples, "webhook_failed_events_open") == 1  # its last value, process-wide
+    assert any("did not answer" in record.getMessage() for record in caplog.records)

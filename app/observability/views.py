@@ -1,11 +1,16 @@
 """``GET /metrics``: every metric in the Prometheus text format, when ``METRICS_ENABLED`` (CONTRACT "Additions")."""
 import hmac
+import logging
 
 from flask import Response, current_app, request
 from flask_smorest import Blueprint
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.errors import NotFound, Unauthenticated
 from app.observability import metrics
+from app.webhook import failures
+
+log = logging.getLogger(__name__)
 
 blp = Blueprint("observability", __name__, description="Prometheus metrics")
 
@@ -17,6 +22,16 @@ def _check_token(expected):
     # Constant-time, so the comparison's duration tells a guesser nothing about the token.
     if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), expected.encode()):
         raise Unauthenticated.invalid_token("the metrics token is not valid")
+
+
+def _count_failed_events():
+    # Read at each scrape: a redelivery that succeeds resolves its failure record in the webhook's
+    # own transaction, which does not touch the gauge. With the database down the gauge keeps its
+    # last value: metrics must answer most of all during an outage (README "Metrics").
+    try:
+        metrics.set_failed_events_open(failures.count_open())
+    except SQLAlchemyError as exc:
+        log.warning("webhook_failed_events_open not updated, the database did not answer: %s", type(exc).__name__)
 
 
 @blp.route("/metrics", methods=["GET"])
@@ -38,5 +53,6 @@ def scrape():
         raise NotFound("No endpoint matches this path.")
     if config["METRICS_TOKEN"]:
         _check_token(config["METRICS_TOKEN"])
+    _count_failed_events()
     body, content_type = metrics.exposition()
     return Response(body, content_type=content_type)
