@@ -17,9 +17,8 @@ from app.models.subscription import SubscriptionRules
 
 
 class Snapshot:
-    """The columns of one row as attributes (``Snapshot(id=1, name="auth")``)."""
-
-    COLUMNS = ()
+    """The columns of one row as attributes (``Snapshot(id=1, name="auth")``); a subclass names
+    the ones it holds in ``COLUMNS``."""
 
     def __init__(self, **columns):
         self.__dict__.update(columns)
