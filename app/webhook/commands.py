@@ -9,7 +9,6 @@ from sqlalchemy import select
 from app.cli import ServiceCommand
 from app.extensions import db
 from app.models import FailedWebhookEvent
-from app.observability import metrics
 from app.timeutil import isoformat_z
 from app.webhook import failures, service
 
@@ -82,7 +81,6 @@ def webhook_replay_command(event_ids, every_open):
         outcome = _replay(payload)
         failed += outcome.startswith("FAILED")
         click.echo(f"{event_id}: {outcome}")
-    metrics.set_failed_events_open(failures.count_open())
     if failed:
         raise click.ClickException(f"{failed} event(s) failed again")
 

@@ -17,7 +17,6 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from app.billing import objects
 from app.extensions import db
 from app.models import FailedWebhookEvent, WebhookEvent
-from app.observability import metrics
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -84,7 +83,6 @@ def record_failure(event, payload, exc):
             id=event["id"], type=event["type"], customer=objects.customer_id_of(event["data"]["object"]),
             payload=payload, error_class=type(exc).__name__, error_message=error_message(exc), attempts=1,
             first_failed_at=now, last_failed_at=now, resolved_at=now if processed else None))
-        metrics.set_failed_events_open(count_open(connection))
     log.warning("event %s (%s) failed: %s: %s", event["id"], event["type"], type(exc).__name__, error_message(exc))
 
 
@@ -93,10 +91,10 @@ def resolve(event_id):
     db.session.connection().execute(_RESOLVE, {"event_id": event_id, "now": utcnow()})
 
 
-def count_open(connection=None):
-    """Return how many failure records are unresolved (on ``connection``, else the session's)."""
-    query = select(func.count()).select_from(FailedWebhookEvent).where(FailedWebhookEvent.resolved_at.is_(None))
-    return (connection or db.session).scalar(query)
+def count_open():
+    """Return how many failure records are unresolved (``webhook_failed_events_open``, read at each scrape)."""
+    return db.session.scalar(
+        select(func.count()).select_from(FailedWebhookEvent).where(FailedWebhookEvent.resolved_at.is_(None)))
 
 
 def failed_events(open_only=True):
