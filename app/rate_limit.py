@@ -19,12 +19,13 @@ import logging
 import math
 import time
 from functools import wraps
+from urllib.parse import urlsplit
 
 from flask import current_app
 from limits import parse
 from limits.errors import ConfigurationError as LimitsConfigurationError
 from limits.errors import StorageError
-from limits.storage import storage_from_string
+from limits.storage import RedisStorage, storage_from_string
 from limits.strategies import STRATEGIES
 
 from app.config import ConfigError
@@ -40,7 +41,6 @@ STORE_RETRY_AFTER = 5
 # server, a half-dead network path) each login held its sync worker 5 s, so a burst of logins
 # stalled every other endpoint too. A healthy store answers a rate-limit check in under a millisecond.
 STORE_TIMEOUT = 1.0
-_REDIS_SCHEMES = ("redis://", "rediss://", "redis+unix://", "valkey://", "valkeys://", "valkey+unix://")
 
 
 class RateLimiter:
@@ -56,7 +56,8 @@ class RateLimiter:
         """
         uri = app.config["RATELIMIT_STORAGE_URI"]
         timeouts = {"socket_timeout": STORE_TIMEOUT, "socket_connect_timeout": STORE_TIMEOUT}
-        options = {**(timeouts if uri.startswith(_REDIS_SCHEMES) else {}),
+        redis = urlsplit(uri).scheme in RedisStorage.STORAGE_SCHEME
+        options = {**(timeouts if redis else {}),
                    **app.config.get("RATELIMIT_STORAGE_OPTIONS", {}), "wrap_exceptions": True}
         try:
             storage = storage_from_string(uri, **options)
