@@ -131,9 +131,12 @@ DEFAULTS = {
     "NOTIFY_WEBHOOK_SECRET": "",
     "NOTIFY_MAX_ATTEMPTS": "8",
     "NOTIFY_RETRY_DELAY": "60",
+    "PROVIDER_PRORATION": "create_prorations",
 }
 
 LIVEMODES = ("live", "test", "any")
+# Stripe's proration_behavior values (CONTRACT "Additions (third round)").
+PRORATIONS = ("create_prorations", "none", "always_invoice")
 
 
 def validate(config):
@@ -166,6 +169,7 @@ def validate(config):
             raise ConfigError(f"{name} must be set to a whole number")
         config[name] = value
     config["PROVIDER_LIVEMODE"] = _choice("PROVIDER_LIVEMODE", config["PROVIDER_LIVEMODE"], LIVEMODES)
+    config["PROVIDER_PRORATION"] = _choice("PROVIDER_PRORATION", config["PROVIDER_PRORATION"], PRORATIONS)
     config["METRICS_ENABLED"] = _flag(config["METRICS_ENABLED"])
     config["LOG_FORMAT"] = str(config["LOG_FORMAT"]).strip().lower()
     if config["LOG_FORMAT"] not in ("text", "json"):

@@ -99,6 +99,48 @@ class AlreadySubscribed(Conflict):
                    "instead of starting another subscription.", details={"status": status})
 
 
+class NotSubscribed(Conflict):
+    """409: the user has no subscription the action applies to (CONTRACT "Additions (third round)")."""
+
+    code = "not_subscribed"
+    message = "The user has no live subscription to change; start one with POST /subscription/intent."
+
+
+class SubscriptionEnded(Conflict):
+    code = "subscription_ended"
+    message = ("The subscription has ended and can no longer be resumed; start a new one with "
+               "POST /subscription/intent.")
+
+
+class SubscriptionPastDue(Conflict):
+    """409: a change to a subscription whose renewal payment failed; the payment comes first."""
+
+    code = "subscription_past_due"
+
+    @classmethod
+    def for_status(cls, status):
+        return cls(f"The subscription is {status}: update the payment method (POST /subscription/payment-method "
+                   "or the billing portal) so that the open invoice is paid, then change the subscription.",
+                   details={"status": status})
+
+
+class PaymentRequired(AppError):
+    """402: the provider kept the old subscription because the change's invoice was not paid."""
+
+    status = 402
+    code = "payment_required"
+
+    @classmethod
+    def for_invoice(cls, invoice):
+        """``invoice``: the provider's invoice dict, ``confirmation_secret`` expanded."""
+        return cls("The change's invoice was not paid (the card was declined or needs authentication), so the "
+                   "subscription keeps its current price. Confirm the payment with client_secret, or pay at "
+                   "hosted_invoice_url, within 23 hours to apply the change.",
+                   details={"client_secret": ((invoice.get("confirmation_secret") or {}).get("client_secret")),
+                            "hosted_invoice_url": invoice.get("hosted_invoice_url"),
+                            "invoice": invoice.get("id")})
+
+
 class TooManyTokens(Conflict):
     code = "too_many_tokens"
 
@@ -120,6 +162,19 @@ class UnknownPrice(AppError):
     @classmethod
     def for_price(cls, price):
         return cls(f"Price {price!r} is not offered by this service.", details={"price": price})
+
+
+class InvalidIdempotencyKey(AppError):
+    status = 400
+    code = "invalid_idempotency_key"
+    message = "The Idempotency-Key header must be 1 to 255 printable characters (a UUID, say)."
+
+
+class IdempotencyKeyReused(AppError):
+    status = 422
+    code = "idempotency_key_reused"
+    message = ("This Idempotency-Key was already used with another request; send a new key for a new "
+               "request.")
 
 
 class InvalidJson(AppError):

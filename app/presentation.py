@@ -19,6 +19,8 @@ class SubscriptionSchema(Schema):
     current_period_end = Timestamp(allow_none=True, required=True)
     ends_at = Timestamp(allow_none=True, required=True)
     on_grace_period = fields.Boolean(required=True)
+    quantity = fields.Integer(allow_none=True, required=True, metadata={"description": "Seats"})
+    trial_end = Timestamp(allow_none=True, required=True)
 
 
 class CardSchema(Schema):
@@ -49,6 +51,8 @@ def present_subscription(subscription, now=None):
         "current_period_end": subscription.current_period_end,
         "ends_at": subscription.ends_at,
         "on_grace_period": subscription.on_grace_period(now),
+        "quantity": subscription.quantity,
+        "trial_end": subscription.trial_ends_at,
     }
 
 

@@ -10,6 +10,7 @@ import re
 import secrets
 import sys
 import time
+import uuid
 from contextlib import nullcontext
 from email import message_from_binary_file, policy
 from pathlib import Path
@@ -91,6 +92,31 @@ class Demo:
                    lambda: "payment_recovered" in self.kinds() and self.me()["plan"] == "basic")
         self.call("GET", "/subscription", 200)
 
+    def manage(self, subscription_id):
+        """Change the subscription from the app: each change is Stripe's answer, never the request's."""
+        pro, team = self.prices["pro"], self.prices["team"]
+        self.step("Preview a swap to pro, charged now (always_invoice): a credit for basic, the rest of pro")
+        preview = self.call("GET", f"/subscription/swap/preview?price={pro}&proration=always_invoice", 200)
+        print(f"    due now: {preview['amount_due'] / 100:.2f} {preview['currency'].upper()}")
+        self.step("Swap to pro with the preview's proration_date, so Stripe charges what was shown")
+        self.call("POST", "/subscription/swap", 200, headers={"Idempotency-Key": str(uuid.uuid4())}, json={
+            "price": pro, "proration": "always_invoice", "proration_date": preview["proration_date"]})
+        self.until("plan_changed notification", lambda: "plan_changed" in self.kinds())
+        self.step("The card on file is replaced by one that is declined (4000 0000 0000 0341); swap to team")
+        self.stripe.v1.subscriptions.update(subscription_id,
+                                            params={"default_payment_method": "pm_card_chargeCustomerFail"})
+        self.call("POST", "/subscription/swap", 402, json={"price": team, "proration": "always_invoice"})
+        self.until("swap_payment_failed notification", lambda: "swap_payment_failed" in self.kinds())
+        self.step("Stripe kept the old price (a pending update), so the plan is still pro")
+        self.call("GET", "/subscription", 200)
+        self.step("Back to a good card, and three seats")
+        self.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": "pm_card_visa"})
+        self.call("POST", "/subscription/quantity", 200, json={"quantity": 3})
+        self.step("Cancel at the period's end, then change your mind")
+        self.call("POST", "/subscription/cancel", 200, json={"at_period_end": True})
+        self.call("POST", "/subscription/resume", 200)
+        self.until("cancellation_withdrawn notification", lambda: "cancellation_withdrawn" in self.kinds())
+
     def notifications(self):
         return self.http.get(self.base + "/notifications", timeout=30).json()["data"]
 
@@ -128,11 +154,12 @@ class Demo:
                    and self.me()["card"] is not None)
         self.call("GET", "/auth/me", 200)
         self.dunning(subscription_id)
+        self.manage(subscription_id)
         self.step("Cancel at period end in the billing portal")
         portal = self.call("POST", "/subscription/portal", 200, json={})
         form = requests.post(f"{portal['url']}/subscriptions/{subscription_id}/cancel_at_period_end", timeout=30)
         print(f"    portal form -> {form.status_code}")
-        self.until("cancellation notification", lambda: "cancellation_scheduled" in self.kinds())
+        self.until("cancellation scheduled", lambda: self.me()["subscription"]["cancel_at_period_end"])
         self.step("The user keeps the plan through the grace period")
         self.call("GET", "/subscription", 200)
         self.step("A month passes at the provider: the period ends and Stripe ends the subscription")

@@ -26,7 +26,7 @@ from app.billing.events import REQUIRED_EVENT_TYPES
 ROOT = Path(__file__).resolve().parent.parent
 DEV_ENV = ROOT / "instance" / "dev.env"
 API_KEY = "sk_test_local_emulator"
-PLANS = (("basic", 900), ("pro", 2900))
+PLANS = (("basic", 900), ("pro", 2900), ("team", 4900))
 # Settings of the local stack beyond the provider's: remember-me is on so that the README's curl
 # session (login with "remember_me": true) gets its 30-day token.
 SETTINGS = {"AUTH_REMEMBER_ME": "true", "FLASK_APP": "wsgi"}

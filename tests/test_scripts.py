@@ -76,7 +76,8 @@ def test_make_bench_runs_every_row(tmp_path):
     assert run.returncode in (0, 1), run.stderr[-4000:]
     rows = [line for line in run.stdout.splitlines() if line.startswith(f"| {kind} |")]
     for measured in ("minimal Flask app", "`GET /_bench/bare`", "`GET /auth/me`, valid token",
-                     "webhook ingest, lifecycle mix", "`flask prune-tokens`", "`POST /auth/login`"):
+                     "webhook ingest, lifecycle mix", "`flask prune-tokens`", "`POST /auth/login`",
+                     "`POST /subscription/swap` round trip"):
         assert any(measured in row for row in rows), (measured, run.stdout)
     assert all(row.split(" | ")[5] in {"0", ""} for row in rows), run.stdout
     webhook = json.loads(results.read_text())["results"][kind]["webhook"]

@@ -33,6 +33,10 @@ EVENT_TYPES = {
     "customer.subscription.deleted": EventType("subscription", True, (COMMIT_PLAN,)),
     # Stripe sends it three days before a trial ends, with the subscription as it is then.
     "customer.subscription.trial_will_end": EventType("subscription", True, (COMMIT_PLAN,)),
+    # A swap's pending update (payment_behavior=pending_if_incomplete) was paid and applied, or
+    # expired unpaid: the subscription carries its prices either way.
+    "customer.subscription.pending_update_applied": EventType("subscription", True, (COMMIT_PLAN,)),
+    "customer.subscription.pending_update_expired": EventType("subscription", True, (COMMIT_PLAN,)),
     "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,)),
     "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,), twin_of="invoice.paid"),
     "invoice.payment_failed": EventType("invoice", False, (COMMIT_PLAN,)),

@@ -57,8 +57,28 @@ class SubscriptionProvider(ABC):
         """Return every subscription of the customer, whatever its status."""
 
     @abstractmethod
-    def cancel_subscription(self, subscription_id):
-        """Cancel the subscription now and return it."""
+    def update_subscription(self, subscription_id, params, idempotency_key):
+        """Update the subscription with Stripe's update ``params`` and return it as Stripe answered.
+
+        ``latest_invoice.confirmation_secret`` is expanded (a change's unpaid invoice is confirmed
+        with it). Raises ``UnknownPrice`` (422) when the provider knows no price given in ``items``.
+        """
+
+    @abstractmethod
+    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
+        """Cancel the subscription now and return it.
+
+        ``prorate`` credits the unused time; ``invoice_now`` invoices what is pending at once
+        (Stripe's ``DELETE /v1/subscriptions/{id}`` parameters).
+        """
+
+    @abstractmethod
+    def preview_invoice(self, subscription_id, subscription_details=None):
+        """Return the invoice the subscription's change (``subscription_details``) or next renewal makes.
+
+        Stripe's ``POST /v1/invoices/create_preview``; amounts in minor units. ``None`` when nothing
+        renews (Stripe's ``invoice_upcoming_none``).
+        """
 
     @abstractmethod
     def create_portal_session(self, customer_id, return_url):

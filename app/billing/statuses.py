@@ -20,6 +20,9 @@ DEAD_STATUSES = frozenset({"incomplete", "incomplete_expired", "paused", "cancel
 # recovery instead, and one notification per change is enough.
 SUBSCRIBING_STATUSES = DEAD_STATUSES - DUNNING_STATUSES
 
+# A subscription the user can change (swap, seats, cancel): paid for, or in dunning.
+LIVE_STATUSES = VALID_STATUSES | DUNNING_STATUSES
+
 # Statuses that end a subscription for good at the provider.
 TERMINAL_STATUSES = frozenset({"canceled", "incomplete_expired"})
 

@@ -51,6 +51,18 @@ def _provider_call(what):
         raise ProviderRejected.for_call(what, exc.code) from exc
 
 
+@contextmanager
+def _unknown_price_refused(params):
+    """Map Stripe's refusal of a price in ``params["items"]`` to ``UnknownPrice`` (422)."""
+    try:
+        yield
+    except stripe.InvalidRequestError as exc:
+        prices = [item.get("price") for item in params.get("items") or () if item.get("price")]
+        if exc.param and "price" in exc.param and prices:
+            raise UnknownPrice.for_price(prices[0]) from exc
+        raise
+
+
 class StripeProvider(SubscriptionProvider):
     def __init__(self, api_key, api_base=None, timeout=5, max_network_retries=1):
         """``timeout`` is per HTTP attempt, in seconds; ``api_base`` points the SDK at the emulator."""
@@ -136,14 +148,8 @@ class StripeProvider(SubscriptionProvider):
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": SUBSCRIPTION_EXPAND,
         }
-        with _provider_call("create subscription"):
-            try:
-                subscription = self._v1.subscriptions.create(
-                    params=params, options={"idempotency_key": idempotency_key})
-            except stripe.InvalidRequestError as exc:
-                if exc.param and "price" in exc.param:
-                    raise UnknownPrice.for_price(price) from exc
-                raise
+        with _provider_call("create subscription"), _unknown_price_refused(params):
+            subscription = self._v1.subscriptions.create(params=params, options={"idempotency_key": idempotency_key})
         return subscription.to_dict()
 
     def retrieve_subscription(self, subscription_id):
@@ -155,9 +161,31 @@ class StripeProvider(SubscriptionProvider):
             page = self._v1.subscriptions.list(params={"customer": customer_id, "status": "all", "limit": 100})
             return [subscription.to_dict() for subscription in page.auto_paging_iter()]
 
-    def cancel_subscription(self, subscription_id):
+    def update_subscription(self, subscription_id, params, idempotency_key):
+        with _provider_call("update subscription"), _unknown_price_refused(params):
+            return self._v1.subscriptions.update(
+                subscription_id, params={**params, "expand": SUBSCRIPTION_EXPAND},
+                options={"idempotency_key": idempotency_key}).to_dict()
+
+    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
+        params = {"prorate": True} if prorate else {}
+        if invoice_now:
+            params["invoice_now"] = True
+        options = {"idempotency_key": idempotency_key} if idempotency_key else {}
         with _provider_call("cancel subscription"):
-            return self._v1.subscriptions.cancel(subscription_id).to_dict()
+            return self._v1.subscriptions.cancel(subscription_id, params=params, options=options).to_dict()
+
+    def preview_invoice(self, subscription_id, subscription_details=None):
+        params = {"subscription": subscription_id}
+        if subscription_details:
+            params["subscription_details"] = subscription_details
+        with _provider_call("preview invoice"), _unknown_price_refused(subscription_details or {}):
+            try:
+                return self._v1.invoices.create_preview(params=params).to_dict()
+            except stripe.InvalidRequestError as exc:
+                if exc.code == "invoice_upcoming_none":
+                    return None
+                raise
 
     def create_portal_session(self, customer_id, return_url):
         """Create a session under a key derived from the customer, the return URL and a time window.

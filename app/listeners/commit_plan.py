@@ -18,6 +18,28 @@ def _prices(items):
     return sorted(filter(None, (objects.price_of(item) for item in objects.list_data(items))))
 
 
+def _quantity(items):
+    """The seats of a subscription: its items' quantities added up (``None`` when none is a number)."""
+    quantities = [_integer(item.get("quantity")) for item in objects.list_data(items)]
+    quantities = [q for q in quantities if q is not None]
+    return sum(quantities) if quantities else None
+
+
+def _items_change(previous, obj):
+    """``plan_changed`` when the prices differ, else ``quantity_changed`` when the seats do."""
+    # Since API 2025-03-31 a renewal moves the period on the items, so "items" in the previous
+    # attributes alone is no plan change: the prices must differ.
+    if "items" not in previous:
+        return None
+    before, after = _prices(previous["items"]), _prices(obj.get("items"))
+    if before != after:
+        return "plan_changed", {"from": before, "to": after}
+    seats_before, seats_after = _quantity(previous["items"]), _quantity(obj.get("items"))
+    if seats_before != seats_after:
+        return "quantity_changed", {"from": seats_before, "to": seats_after}
+    return None
+
+
 def _cancellation(previous, obj):
     if "cancel_at_period_end" in previous:
         scheduled = bool(obj.get("cancel_at_period_end"))
@@ -56,13 +78,9 @@ def _updated(event):
     if status_kind:
         decided.append((status_kind, {**base, "from_status": objects.text_of(previous.get("status")),
                                       "status": objects.text_of(obj.get("status"))}))
-    cancellation = _cancellation(previous, obj)
-    if cancellation:
-        decided.append((cancellation[0], {**base, **cancellation[1]}))
-    # Since API 2025-03-31 a renewal moves the period on the items, so "items" in the previous
-    # attributes alone is no plan change: the prices must differ.
-    if "items" in previous and _prices(previous["items"]) != _prices(obj.get("items")):
-        decided.append(("plan_changed", {**base, "from": _prices(previous["items"]), "to": _prices(obj.get("items"))}))
+    for change in (_cancellation(previous, obj), _items_change(previous, obj)):
+        if change:
+            decided.append((change[0], {**base, **change[1]}))
     return decided
 
 
@@ -76,6 +94,11 @@ def _payment_failed(event):
     subscription = objects.subscription_id_of_invoice(invoice)
     if subscription is None:
         return []  # a one-off invoice: no subscription is at risk
+    if invoice.get("billing_reason") == "subscription_update":
+        # A swap's invoice (always_invoice): the subscription keeps its old price and is not at risk.
+        return [("swap_payment_failed", {
+            "subscription": subscription, "reason": "payment_failed", "invoice": objects.ref_id(invoice.get("id")),
+            "hosted_invoice_url": objects.text_of(invoice.get("hosted_invoice_url"))})]
     return [("payment_failed", {
         "subscription": subscription,
         "invoice": objects.ref_id(invoice.get("id")),
@@ -90,6 +113,10 @@ def _deleted(event):
     return [("subscription_ended", {"subscription": event["data"]["object"].get("id")})]
 
 
+def _pending_update_expired(event):
+    return [("swap_payment_failed", {"subscription": event["data"]["object"].get("id"), "reason": "expired"})]
+
+
 def _trial_will_end(event):
     obj = event["data"]["object"]
     return [("trial_will_end", {"subscription": obj.get("id"), "trial_end": _integer(obj.get("trial_end"))})]
@@ -101,6 +128,7 @@ DECIDERS = {
     "customer.subscription.updated": _updated,
     "customer.subscription.deleted": _deleted,
     "customer.subscription.trial_will_end": _trial_will_end,
+    "customer.subscription.pending_update_expired": _pending_update_expired,
     "invoice.payment_failed": _payment_failed,
 }
 

@@ -24,4 +24,10 @@ NOTIFICATION_KINDS = {
                       "data: subscription, trial_end.",
     "card_expiring": "invoice.paid of a renewal (billing_reason subscription_cycle) while the card on file "
                      "expires within 30 days. data: subscription, invoice, brand, last4, exp_month, exp_year.",
+    "swap_payment_failed": "invoice.payment_failed of a swap's invoice (billing_reason subscription_update), or "
+                           "customer.subscription.pending_update_expired: the old price stays. data: subscription, "
+                           "reason (payment_failed or expired), and for payment_failed invoice, "
+                           "hosted_invoice_url.",
+    "quantity_changed": "customer.subscription.updated, the items' quantities changed and their prices did not. "
+                        "data: subscription, from, to (quantity).",
 }

@@ -1,7 +1,8 @@
 """Bodies of the subscription and notification endpoints (CONTRACT "Resources as JSON")."""
 from marshmallow import Schema, fields, validate
 
-from app.fields import STORABLE_DESCRIPTION, Text, Timestamp, Url
+from app.config import PRORATIONS
+from app.fields import STORABLE_DESCRIPTION, Boolean, Text, Timestamp, Url
 from app.listeners.kinds import NOTIFICATION_KINDS
 from app.presentation import SubscriptionSchema
 
@@ -19,6 +20,65 @@ class IntentRequestSchema(Schema):
 class IntentSchema(Schema):
     subscription = fields.Nested(SubscriptionSchema, required=True)
     client_secret = fields.String(required=True, metadata={"description": "Confirms the first payment client-side"})
+
+
+_PRICE = {"description": "Provider price id, one of PROVIDER_PLANS"}
+_PRORATION = {"description": "Stripe's proration_behavior; PROVIDER_PRORATION when absent. always_invoice "
+                             "charges the difference now and keeps the old price until it is paid."}
+
+
+class SwapRequestSchema(Schema):
+    price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
+    proration = fields.String(validate=validate.OneOf(PRORATIONS), load_default=None, metadata=_PRORATION)
+    proration_date = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1), load_default=None,
+                                    metadata={"description": "Unix seconds to prorate from: the preview's "
+                                                             "proration_date, so the charge is what it showed"})
+
+
+class SwapPreviewQuerySchema(Schema):
+    price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
+    proration = fields.String(validate=validate.OneOf(PRORATIONS), load_default=None, metadata=_PRORATION)
+
+
+class PendingUpdateSchema(Schema):
+    price = fields.String(allow_none=True, required=True, metadata={"description": "The price waiting for payment"})
+    expires_at = fields.Integer(allow_none=True, required=True,
+                                metadata={"description": "Unix seconds; unpaid by then, the change is dropped"})
+
+
+class SwapSchema(Schema):
+    subscription = fields.Nested(SubscriptionSchema, required=True)
+    pending_update = fields.Nested(PendingUpdateSchema, allow_none=True, required=True)
+
+
+class InvoiceLineSchema(Schema):
+    description = fields.String(allow_none=True, required=True)
+    amount = fields.Integer(required=True, metadata={"description": "Minor units; negative for a credit"})
+    period_start = fields.Integer(allow_none=True, required=True, metadata={"description": "Unix seconds"})
+    period_end = fields.Integer(allow_none=True, required=True, metadata={"description": "Unix seconds"})
+
+
+class SwapPreviewSchema(Schema):
+    amount_due = fields.Integer(required=True, metadata={"description": "Minor units of currency"})
+    currency = fields.String(required=True)
+    proration_date = fields.Integer(allow_none=True, required=True,
+                                    metadata={"description": "Unix seconds; send it with the swap"})
+    lines = fields.List(fields.Nested(InvoiceLineSchema), required=True)
+
+
+class CancelRequestSchema(Schema):
+    at_period_end = Boolean(load_default=True, metadata={
+        "description": "true: end at the period's end (a grace period); false: end now"})
+
+
+class QuantityRequestSchema(Schema):
+    quantity = fields.Integer(strict=True, required=True, validate=validate.Range(min=1, max=10_000),
+                              metadata={"description": "Seats"})
+    proration = fields.String(validate=validate.OneOf(PRORATIONS), load_default=None, metadata=_PRORATION)
+
+
+class SubscriptionBodySchema(Schema):
+    subscription = fields.Nested(SubscriptionSchema, required=True)
 
 
 class PortalRequestSchema(Schema):

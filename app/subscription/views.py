@@ -1,21 +1,28 @@
 """Subscription endpoints (CONTRACT "Endpoints"). Subscription state itself only changes by webhook or sync."""
 from flask import g
 
-from app import presentation
+from app import idempotency, presentation
 from app.api import Blueprint
 from app.auth.bearer import ability_required, auth_required, current_user_for_update
-from app.errors import AlreadySubscribed
 from app.extensions import db
 from app.http import NO_STORE, no_store
+from app.idempotency import idempotent
 from app.pagination import PageQuerySchema
-from app.subscription import service
+from app.subscription import management, service
 from app.subscription.schemas import (
+    CancelRequestSchema,
     IntentRequestSchema,
     IntentSchema,
     NotificationPageSchema,
     PortalRequestSchema,
     PortalSchema,
+    QuantityRequestSchema,
+    SubscriptionBodySchema,
     SubscriptionStateSchema,
+    SwapPreviewQuerySchema,
+    SwapPreviewSchema,
+    SwapRequestSchema,
+    SwapSchema,
 )
 
 blp = Blueprint("subscription", __name__, description="Subscription state and payment set-up")
@@ -30,10 +37,17 @@ def show():
     return presentation.present_subscription_state(g.current_user)
 
 
+# Every POST that changes billing takes an Idempotency-Key (CONTRACT "Additions (third round)").
+KEYED = {"parameters": [idempotency.PARAMETER]}
+
+
 @blp.route("/subscription/intent", methods=["POST"])
 @no_store
 @auth_required
 @ability_required("subscription:write")
+@idempotent
+@blp.doc(**KEYED)
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.arguments(IntentRequestSchema)
 @blp.response(201, IntentSchema, headers=NO_STORE)
 @blp.alt_response(200, schema=IntentSchema, description="The pending subscription for this price, reused",
@@ -44,21 +58,17 @@ def show():
 def intent(body):
     """Create or resume a subscription awaiting payment; confirm it client-side with ``client_secret``.
 
-    201 for a new subscription, 200 for the pending one reused; 409 ``already_subscribed``; 422
-    ``unknown_price``; 502 ``provider_rejected``; 503 ``provider_unavailable``. See
-    ``service.create_intent`` (SPEC 4 rule 4).
+    201 for a new subscription, 200 for the pending one reused; 409 ``already_subscribed`` (what the
+    sync found is kept: the payment that cleared is the news); 422 ``unknown_price``; 502
+    ``provider_rejected``; 503 ``provider_unavailable``. See ``service.create_intent`` (SPEC 4
+    rule 4). ``idempotent`` commits.
     """
     user = current_user_for_update()
     service.ensure_customer(user)
     # Committed before the subscription is created: its webhooks may arrive before this request
     # ends, and must find the user by the new customer id.
     db.session.commit()
-    try:
-        subscription, client_secret, created = service.create_intent(user, body["price"])
-    except AlreadySubscribed:
-        db.session.commit()  # keep what the sync found: the payment that cleared is the news
-        raise
-    db.session.commit()
+    subscription, client_secret, created = service.create_intent(user, body["price"])
     return {"subscription": presentation.present_subscription(subscription), "client_secret": client_secret}, (
         201 if created else 200)
 
@@ -67,6 +77,9 @@ def intent(body):
 @no_store
 @auth_required
 @ability_required("subscription:write")
+@idempotent
+@blp.doc(**KEYED)
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.arguments(PortalRequestSchema, required=False)
 @blp.response(200, PortalSchema, headers=NO_STORE)
 @blp.alt_response(502, response="BAD_GATEWAY")
@@ -76,9 +89,82 @@ def portal(body):
 
     502 ``provider_rejected`` when Stripe refuses the session; 503 ``provider_unavailable``.
     """
-    url = service.portal_url(current_user_for_update(), body["return_url"])
-    db.session.commit()
-    return {"url": url}
+    return {"url": service.portal_url(current_user_for_update(), body["return_url"])}
+
+
+def _changing(view):
+    """The decorators every subscription change shares: bearer with ``subscription:write``, the
+    Idempotency-Key, and the errors a change answers (documented in the OpenAPI operation)."""
+    for decorate in reversed((
+        no_store, auth_required, ability_required("subscription:write"), idempotent, blp.doc(**KEYED),
+        blp.alt_response(402, response="PAYMENT_REQUIRED"), blp.alt_response(409, response="CONFLICT"),
+        blp.alt_response(422, response="UNPROCESSABLE_ENTITY"), blp.alt_response(502, response="BAD_GATEWAY"),
+        blp.alt_response(503, response="SERVICE_UNAVAILABLE"),
+    )):
+        view = decorate(view)
+    return view
+
+
+@blp.route("/subscription/swap", methods=["POST"])
+@_changing
+@blp.arguments(SwapRequestSchema)
+@blp.response(200, SwapSchema, headers=NO_STORE)
+def swap(body):
+    """Move the live subscription to another price at Stripe; the row shows Stripe's answer.
+
+    402 ``payment_required`` (``details``: ``client_secret``, ``hosted_invoice_url``, ``invoice``)
+    when an ``always_invoice`` charge is declined or needs authentication: the old price stays until
+    it is paid. The current price: 200, nothing changed. 409 ``not_subscribed`` /
+    ``subscription_past_due``; 422 ``unknown_price``. See ``management.swap``.
+    """
+    subscription, pending = management.swap(current_user_for_update(), body["price"], body["proration"],
+                                             body["proration_date"])
+    return {"subscription": presentation.present_subscription(subscription), "pending_update": pending}
+
+
+@blp.route("/subscription/swap/preview", methods=["GET"])
+@no_store
+@auth_required
+@ability_required("subscription:read")
+@blp.arguments(SwapPreviewQuerySchema, location="query")
+@blp.response(200, SwapPreviewSchema, headers=NO_STORE)
+@blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def swap_preview(query):
+    """Return Stripe's preview of a swap: what is due (minor units) and the ``proration_date`` to swap with."""
+    return management.preview_swap(current_user_for_update(), query["price"], query["proration"])
+
+
+@blp.route("/subscription/cancel", methods=["POST"])
+@_changing
+@blp.arguments(CancelRequestSchema, required=False)
+@blp.response(200, SubscriptionBodySchema, headers=NO_STORE)
+def cancel(body):
+    """Cancel the live subscription at the period's end (default) or now. 409 ``not_subscribed``."""
+    subscription = management.cancel(current_user_for_update(), body["at_period_end"])
+    return {"subscription": presentation.present_subscription(subscription)}
+
+
+@blp.route("/subscription/resume", methods=["POST"])
+@_changing
+@blp.response(200, SubscriptionBodySchema, headers=NO_STORE)
+def resume():
+    """Withdraw a scheduled cancellation during the grace period.
+
+    409 ``subscription_ended`` after it (start anew with ``/subscription/intent``), ``not_subscribed``.
+    """
+    return {"subscription": presentation.present_subscription(management.resume(current_user_for_update()))}
+
+
+@blp.route("/subscription/quantity", methods=["POST"])
+@_changing
+@blp.arguments(QuantityRequestSchema)
+@blp.response(200, SubscriptionBodySchema, headers=NO_STORE)
+def quantity(body):
+    """Set the seats (``quantity`` >= 1) of the live subscription; errors as ``/subscription/swap``."""
+    subscription = management.set_quantity(current_user_for_update(), body["quantity"], body["proration"])
+    return {"subscription": presentation.present_subscription(subscription)}
 
 
 @blp.route("/notifications", methods=["GET"])

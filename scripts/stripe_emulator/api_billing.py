@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
-from . import billing, lifecycle, objects
+from . import billing, changes, lifecycle, objects
 from .api import _strip_data, newest_first
 from .expand import render
 from .plumbing import endpoint, paginate, to_bool
@@ -18,7 +18,7 @@ SUB_CREATE_PARAMS = {"customer", "items", "payment_behavior", "payment_settings"
                      "cancel_at_period_end"}
 SUB_UPDATE_PARAMS = {"items", "cancel_at_period_end", "cancel_at", "default_payment_method",
                      "metadata", "proration_behavior", "payment_behavior", "description",
-                     "cancellation_details", "payment_settings", "off_session"}
+                     "cancellation_details", "payment_settings", "off_session", "proration_date"}
 ITEM_PARAMS = {"id", "price", "quantity", "deleted", "metadata"}
 
 
@@ -95,6 +95,7 @@ def cancel_subscription(st, params, sub_id):
     for key in ("comment", "feedback"):
         if details.get(key):
             sub["cancellation_details"][key] = details[key]
+    changes.cancel_prorations(st, sub, to_bool(params.get("prorate")), to_bool(params.get("invoice_now")))
     billing.cancel_now(st, sub)
     return render(st, sub, params.get("expand"))
 
@@ -121,6 +122,14 @@ def list_invoices(st, params):
     page = paginate(invs, params, "/v1/invoices")
     page["data"] = [render(st, i, _strip_data(params.get("expand"))) for i in page["data"]]
     return page
+
+
+@bp.post("/v1/invoices/create_preview")
+@endpoint({"customer", "subscription", "subscription_details", "automatic_tax", "currency",
+           "preview_mode"}, required=("subscription",))
+def create_invoice_preview(st, params):
+    """The invoice a subscription's change or next renewal makes; see ``changes.preview``."""
+    return changes.preview(st, params)
 
 
 @bp.get("/v1/payment_intents/<pi_id>")

@@ -110,9 +110,10 @@ def decline_error(store: Store, pi: dict | None, pm: dict | None, message: str |
 
 # -- invoices and payments ---------------------------------------------------
 
-def open_invoice(store: Store, sub: dict, reason: str, start: int, end: int) -> dict:
-    """Create and finalize a subscription invoice with its PaymentIntent (if non-zero)."""
-    inv = objects.invoice(store, sub, reason, start, end)
+def open_invoice(store: Store, sub: dict, reason: str, start: int, end: int,
+                 lines: list[dict] | None = None) -> dict:
+    """Create a draft subscription invoice (``finalize`` opens it): ``lines``, else the period's charge."""
+    inv = objects.invoice(store, sub, reason, start, end, lines=lines)
     store.invoices[inv["id"]] = inv
     sub["latest_invoice"] = inv["id"]
     return inv
@@ -217,7 +218,10 @@ def confirm_payment_intent(store: Store, pi: dict, pm_id: str | None) -> dict:
     status = attempt(store, inv, pm)
     if status == "requires_payment_method":
         raise decline_error(store, pi, pm)
-    if status == "succeeded":
+    # Imported here: ``changes`` builds on this module.
+    from .changes import after_invoice_paid
+
+    if status == "succeeded" and not after_invoice_paid(store, inv):
         sub = store.subscriptions.get(inv["parent"]["subscription_details"]["subscription"])
         if sub is not None:
             after_first_payment(store, sub, pm)
@@ -310,11 +314,6 @@ def schedule_cancel(store: Store, sub: dict, at_period_end: bool) -> None:
     else:
         sub.update(cancel_at_period_end=False, cancel_at=None, canceled_at=None)
         sub["cancellation_details"]["reason"] = None
-
-
-def swap_item_price(store: Store, sub: dict, item: dict, p: dict) -> None:
-    item["price"] = public(p)
-    item["plan"] = objects.legacy_plan(p)
 
 
 def find_item(sub: dict, item_id: str, param: str) -> dict:

@@ -6,7 +6,7 @@ Used by the API (``POST /v1/subscriptions/{id}``), the billing portal forms and
 
 from __future__ import annotations
 
-from . import billing, dunning, objects
+from . import billing, changes, dunning, objects
 from .state import Store, StripeError, public
 
 # Stripe moves a subscription whose first invoice is still unpaid to incomplete_expired.
@@ -15,10 +15,15 @@ INCOMPLETE_EXPIRY_SECONDS = 23 * 3600
 
 def update_subscription(store: Store, sub: dict, params: dict) -> dict:
     billing.ensure_mutable(sub, params)
+    changes.check_update(params)
     before = public(sub)
     _apply_cancellation(store, sub, params)
+    if not changes.change_items(store, sub, params):
+        # The charge failed or needs authentication: the change waits in pending_update.
+        store.emit("customer.subscription.updated", sub, before)
+        return sub
     for i, entry in enumerate(params.get("items") or []):
-        _update_item(store, sub, entry, i)
+        _add_or_remove_item(store, sub, entry, i)
     if "default_payment_method" in params:
         pm_id = params["default_payment_method"]
         sub["default_payment_method"] = billing.customer_pm(
@@ -54,17 +59,12 @@ def _apply_details(sub: dict, params: dict) -> None:
         sub["payment_settings"]["save_default_payment_method"] = save
 
 
-def _update_item(store: Store, sub: dict, entry: dict, i: int) -> None:
+def _add_or_remove_item(store: Store, sub: dict, entry: dict, i: int) -> None:
+    # Price and quantity changes of existing items were applied by ``changes.change_items``.
     if entry.get("id"):
         item = billing.find_item(sub, entry["id"], f"items[{i}][id]")
         if entry.get("deleted") in (True, "true"):
             sub["items"]["data"].remove(item)
-            return
-        if entry.get("price"):
-            billing.swap_item_price(store, sub, item,
-                                    store.get("prices", entry["price"], f"items[{i}][price]"))
-        if entry.get("quantity") is not None:
-            item["quantity"] = int(entry["quantity"])
         return
     p = store.get("prices", entry.get("price"), f"items[{i}][price]")
     sub["items"]["data"].append(objects.subscription_item(
@@ -97,7 +97,7 @@ def _due_at(sub: dict) -> int | None:
 
 def _pending(store: Store, sub: dict) -> list[tuple[int, object]]:
     due = _due_at(sub)
-    return ([(due, process_due)] if due is not None else []) + dunning.due(store, sub)
+    return ([(due, process_due)] if due is not None else []) + dunning.due(store, sub) + changes.due(sub)
 
 
 def advance(store: Store, seconds: float) -> list[str]:
@@ -145,7 +145,8 @@ def renew(store: Store, sub: dict) -> None:
         item["current_period_start"], item["current_period_end"] = start, end
     if sub["status"] == "trialing":
         sub["status"] = "active"
-    inv = billing.open_invoice(store, sub, "subscription_cycle", start, end)
+    inv = billing.open_invoice(store, sub, "subscription_cycle", start, end,
+                               lines=changes.take_prorations(sub) + objects.period_lines(sub, start, end))
     inv["period_start"], inv["period_end"] = old_start, start
     store.emit("customer.subscription.updated", sub, before)
     billing.finalize(store, inv)

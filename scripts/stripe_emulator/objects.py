@@ -177,37 +177,51 @@ def subscription(store: Store, customer_id: str, params: dict, now: int) -> dict
     }
 
 
-def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int) -> dict:
+def invoice_line(sub_id: str, item_id: str, p: dict, quantity: int, amount: int, start: int, end: int,
+                 description: str | None = None, proration: bool = False) -> dict:
+    """One line of a subscription invoice; ``amount`` in minor units (negative for a credit)."""
+    interval = (p["recurring"] or {}).get("interval")
+    return {
+        "id": new_id("il_"), "object": "line_item", "amount": amount, "currency": p["currency"],
+        "description": description or f"{quantity} × (at {p['unit_amount']} / {interval})",
+        "discount_amounts": [], "discountable": not proration, "discounts": [], "invoice": None,
+        "livemode": False, "metadata": {}, "period": {"start": start, "end": end},
+        "parent": {"type": "subscription_item_details", "invoice_item_details": None,
+                   "subscription_item_details": {
+                       "invoice_item": new_id("ii_") if proration else None, "proration": proration,
+                       "proration_details": {"credited_items": None},
+                       "subscription": sub_id, "subscription_item": item_id}},
+        "pricing": {"type": "price_details",
+                    "price_details": {"price": p["id"], "product": p["product"]},
+                    "unit_amount_decimal": p["unit_amount_decimal"]},
+        "quantity": quantity, "subtotal": amount, "taxes": [],
+    }
+
+
+def period_lines(sub: dict, start: int, end: int, free: bool = False) -> list[dict]:
+    """The lines charging each item of ``sub`` for the period ``start``-``end`` (nothing on a trial)."""
+    return [invoice_line(sub["id"], item["id"], item["price"], item["quantity"],
+                         0 if free else item["price"]["unit_amount"] * item["quantity"], start, end)
+            for item in sub["items"]["data"]]
+
+
+def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int,
+            lines: list[dict] | None = None) -> dict:
+    """A draft invoice of ``sub``: the given ``lines``, else the items' charge for ``start``-``end``."""
     cus = store.customers.get(sub["customer"]) or {}
     inv_id = new_id("in_")
-    lines, total = [], 0
-    trial = billing_reason == "subscription_create" and sub["status"] == "trialing"
-    for item in sub["items"]["data"]:
-        amount = 0 if trial else item["price"]["unit_amount"] * item["quantity"]
-        total += amount
-        lines.append({
-            "id": new_id("il_"), "object": "line_item", "amount": amount,
-            "currency": item["price"]["currency"],
-            "description": f"{item['quantity']} × (at {item['price']['unit_amount']} / "
-                           f"{(item['price']['recurring'] or {}).get('interval')})",
-            "discount_amounts": [], "discountable": True, "discounts": [], "invoice": inv_id,
-            "livemode": False, "metadata": {}, "period": {"start": start, "end": end},
-            "parent": {"type": "subscription_item_details", "invoice_item_details": None,
-                       "subscription_item_details": {
-                           "invoice_item": None, "proration": False,
-                           "proration_details": {"credited_items": None},
-                           "subscription": sub["id"], "subscription_item": item["id"]}},
-            "pricing": {"type": "price_details",
-                        "price_details": {"price": item["price"]["id"],
-                                          "product": item["price"]["product"]},
-                        "unit_amount_decimal": item["price"]["unit_amount_decimal"]},
-            "quantity": item["quantity"], "subtotal": amount, "taxes": [],
-        })
+    if lines is None:
+        trial = billing_reason == "subscription_create" and sub["status"] == "trialing"
+        lines = period_lines(sub, start, end, free=trial)
+    for line in lines:
+        line["invoice"] = inv_id
+    total = sum(line["amount"] for line in lines)
+    due = max(0, total)  # a credit larger than the charge goes to the customer's balance
     now = store.now()
     return {
         "id": inv_id, "object": "invoice", "account_country": "US",
-        "account_name": "Stripe Emulator", "amount_due": total, "amount_overpaid": 0,
-        "amount_paid": 0, "amount_remaining": total, "amount_shipping": 0,
+        "account_name": "Stripe Emulator", "amount_due": due, "amount_overpaid": 0,
+        "amount_paid": 0, "amount_remaining": due, "amount_shipping": 0,
         "attempt_count": 0, "attempted": False, "auto_advance": True,
         "automatic_tax": {"enabled": False, "liability": None, "status": None},
         "billing_reason": billing_reason, "collection_method": "charge_automatically",

@@ -1,0 +1,144 @@
+"""The ``Idempotency-Key`` request header (IETF httpapi draft "The Idempotency-Key HTTP Header Field").
+
+A POST that changes billing may be sent again by a client that lost the answer. With the same
+key and the same request it gets the first answer back, marked ``Idempotent-Replayed: true``,
+and nothing is done twice; the same key with another request (method, path or JSON body) is
+``422 idempotency_key_reused``. Keys are the user's, kept 24 hours (as Stripe keeps its own).
+Retries of one key that arrive together are serialised by the per-user lock, so the second one
+waits for the first answer instead of doing the work again. The provider calls made for a keyed
+request carry a key derived from it (``provider_key``), so that even a retry of a request whose
+answer was never stored (a 5xx) makes no second change at Stripe.
+"""
+import hashlib
+import json
+import uuid
+from datetime import timedelta
+from functools import wraps
+
+from flask import current_app, g, make_response, request
+from sqlalchemy import bindparam, delete, select, text
+
+from app.auth.bearer import current_user_for_update
+from app.errors import AppError, IdempotencyKeyReused, InvalidIdempotencyKey, handle_app_error
+from app.extensions import db
+from app.models import IdempotencyKey
+from app.models.types import UTCDateTime
+from app.models.user import lock_user
+from app.timeutil import utcnow
+
+HEADER = "Idempotency-Key"
+LIFETIME = timedelta(hours=24)
+MAX_KEY_LENGTH = 255
+
+# The OpenAPI description of the header, for ``blp.doc(parameters=[PARAMETER])``.
+PARAMETER = {
+    "in": "header", "name": HEADER, "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+    "description": "Makes a retry safe: the same key with the same body within 24 hours gets the first "
+                   "answer (header Idempotent-Replayed: true) and changes nothing again; with another body "
+                   "it is 422 idempotency_key_reused. A random value (a UUID) per intended action.",
+}
+
+# Not the ORM's insert: a concurrent request with the same key (possible where a view commits
+# midway, as the intent does) must not fail on the unique key; the loser replays the winner.
+_INSERT = text(
+    f"INSERT INTO {IdempotencyKey.__tablename__} (user_id, key, request_digest, status, body, created_at) "
+    "VALUES (:user_id, :key, :request_digest, :status, :body, :created_at) "
+    "ON CONFLICT (user_id, key) DO NOTHING RETURNING id"
+).bindparams(bindparam("created_at", type_=UTCDateTime()))
+
+
+def _key_of(raw):
+    """The header's key: a Structured Fields string in the draft (quoted), bare as Stripe takes it."""
+    if raw is None:
+        return None
+    key = raw.strip()
+    if len(key) >= 2 and key[0] == key[-1] == '"':
+        key = key[1:-1]
+    if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
+        raise InvalidIdempotencyKey()
+    return key
+
+
+def request_digest():
+    """Return the SHA-256 (hex) of the request's method, path and body (JSON compared by value)."""
+    raw = request.get_data(cache=True)
+    try:
+        body = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")).encode() if raw else b""
+    except (ValueError, UnicodeDecodeError):
+        body = raw
+    return hashlib.sha256(f"{request.method} {request.path}\n".encode() + body).hexdigest()
+
+
+def _stored(user, key):
+    return db.session.scalars(select(IdempotencyKey).where(
+        IdempotencyKey.user_id == user.id, IdempotencyKey.key == key,
+        IdempotencyKey.created_at > utcnow() - LIFETIME)).first()
+
+
+def _replay(stored, digest):
+    if stored.request_digest != digest:
+        raise IdempotencyKeyReused()
+    response = current_app.response_class(stored.body, status=stored.status, mimetype="application/json")
+    response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _remember(user, key, digest, response):
+    """Store ``response`` as the key's answer; return it, or the answer a concurrent retry stored first."""
+    now = utcnow()
+    db.session.execute(delete(IdempotencyKey).where(IdempotencyKey.user_id == user.id,
+                                                    IdempotencyKey.created_at <= now - LIFETIME))
+    inserted = db.session.execute(_INSERT, {
+        "user_id": user.id, "key": key, "request_digest": digest, "status": response.status_code,
+        "body": response.get_data(as_text=True), "created_at": now}).first()
+    if inserted is not None:
+        return response
+    return _replay(_stored(user, key), digest)
+
+
+def idempotent(view):
+    """Run a billing POST under its ``Idempotency-Key`` (see the module) and commit its work.
+
+    Under ``auth_required``, above the view's argument parsing. The view's own work and the stored
+    answer are committed together, here; an ``AppError`` below 500 is an answer like any other
+    (stored, and what the view wrote from the provider's answers is kept). Raises
+    ``InvalidIdempotencyKey`` (400) and ``IdempotencyKeyReused`` (422).
+    """
+
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        key = _key_of(request.headers.get(HEADER))
+        g.idempotency_key = key
+        user = current_user_for_update()
+        if key is not None:
+            digest = request_digest()
+            lock_user(user)
+            stored = _stored(user, key)
+            if stored is not None:
+                return _replay(stored, digest)
+        try:
+            response = make_response(view(*args, **kwargs))
+        except AppError as error:
+            if error.status >= 500:
+                raise
+            response = handle_app_error(error)
+        if key is not None:
+            response = _remember(user, key, digest, response)
+        db.session.commit()
+        return response
+
+    return wrapper
+
+
+def provider_key(user, action):
+    """Return the Stripe idempotency key of ``action`` (e.g. ``"swap"``) in this request.
+
+    Derived from the request's ``Idempotency-Key`` when it has one (so a retry replays Stripe's
+    answer), else random (the SDK's own retries of this one call are still safe). Stripe refuses a
+    key reused with other parameters, which the request digest already rules out.
+    """
+    key = g.get("idempotency_key")
+    if key is None:
+        return f"{action}-{uuid.uuid4().hex}"
+    return f"{action}-{user.idempotency_token}-{hashlib.sha256(key.encode()).hexdigest()[:32]}"

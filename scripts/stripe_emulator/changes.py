@@ -1,0 +1,258 @@
+"""Subscription changes that cost money: prorations, pending updates and invoice previews.
+
+Stripe prorates a price or quantity change by the share of the current period left after the
+``proration_date`` (https://docs.stripe.com/billing/subscriptions/prorations): a credit for the
+unused time on the old price and a charge for the remaining time on the new one. With
+``proration_behavior=always_invoice`` those lines are invoiced and charged at once; with
+``create_prorations`` they wait for the next renewal invoice; ``none`` bills nothing. With
+``payment_behavior=pending_if_incomplete`` a charge that fails or needs authentication leaves the
+subscription as it was, with the change in ``pending_update`` until the invoice is paid
+(``pending_update_applied``) or 23 hours pass (``pending_update_expired``,
+https://docs.stripe.com/billing/subscriptions/pending-updates). Money is in minor units. The
+caller holds the store lock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from . import billing, dunning, objects
+from .state import Store, StripeError, new_id, public
+
+PENDING_UPDATE_SECONDS = 23 * 3600
+PRORATION_BEHAVIORS = ("create_prorations", "none", "always_invoice")
+PAYMENT_BEHAVIORS = ("allow_incomplete", "default_incomplete", "error_if_incomplete",
+                     "pending_if_incomplete")
+# What Stripe accepts in an update with payment_behavior=pending_if_incomplete.
+PENDING_UPDATE_PARAMS = {"items", "proration_behavior", "proration_date", "payment_behavior",
+                         "expand", "billing_cycle_anchor", "trial_end", "trial_from_plan"}
+
+
+def _day(ts: int) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%d %b %Y")
+
+
+def planned_changes(store: Store, sub: dict, entries: list) -> list[tuple[dict, dict, int]]:
+    """``(item, new price, new quantity)`` for each ``items[n]`` entry that changes an existing item."""
+    planned = []
+    for i, entry in enumerate(entries):
+        if not entry.get("id") or entry.get("deleted") in (True, "true"):
+            continue
+        item = billing.find_item(sub, entry["id"], f"items[{i}][id]")
+        price = store.get("prices", entry["price"], f"items[{i}][price]") if entry.get("price") \
+            else item["price"]
+        quantity = int(entry["quantity"]) if entry.get("quantity") not in (None, "") else item["quantity"]
+        if quantity < 1:
+            raise StripeError(400, "Invalid integer: quantity must be at least 1.",
+                              param=f"items[{i}][quantity]")
+        if price["id"] != item["price"]["id"] or quantity != item["quantity"]:
+            planned.append((item, price, quantity))
+    return planned
+
+
+def proration_date(store: Store, sub: dict, value) -> int:
+    """The time a change is prorated from: ``value`` (Unix seconds) or now, within the current period."""
+    start, end = billing.period_start(sub), billing.period_end(sub)
+    when = store.now() if value in (None, "") else int(value)
+    if not start <= when <= end:
+        raise StripeError(400, "The proration_date must be within the subscription's current "
+                          f"period ({start} to {end}).", param="proration_date")
+    return when
+
+
+def proration_lines(sub: dict, planned: list, when: int) -> list[dict]:
+    """A credit for the unused time of each changed item and a charge for the rest at its new terms."""
+    start, end = billing.period_start(sub), billing.period_end(sub)
+    share = (end - when) / (end - start) if end > start else 0
+    lines = []
+    for item, price, quantity in planned:
+        old = item["price"]
+        lines.append(objects.invoice_line(
+            sub["id"], item["id"], old, item["quantity"], -round(old["unit_amount"] * item["quantity"] * share),
+            when, end, f"Unused time on {item['quantity']} × {old['id']} after {_day(when)}", proration=True))
+        lines.append(objects.invoice_line(
+            sub["id"], item["id"], price, quantity, round(price["unit_amount"] * quantity * share),
+            when, end, f"Remaining time on {quantity} × {price['id']} after {_day(when)}", proration=True))
+    return lines
+
+
+def apply_items(sub: dict, planned: list) -> None:
+    for item, price, quantity in planned:
+        if price["id"] != item["price"]["id"]:
+            item["price"], item["plan"] = public(price), objects.legacy_plan(price)
+        item["quantity"] = quantity
+
+
+def charge_now(store: Store, sub: dict, lines: list) -> tuple[dict, str]:
+    """Invoice ``lines`` (``billing_reason`` ``subscription_update``) and charge it off-session."""
+    inv = billing.open_invoice(store, sub, "subscription_update", lines[0]["period"]["start"],
+                               lines[0]["period"]["end"], lines=lines)
+    billing.finalize(store, inv)
+    if inv["amount_due"] == 0:
+        billing.mark_paid(store, inv)
+        return inv, "succeeded"
+    return inv, billing.attempt(store, inv, dunning.paying_method(store, sub))
+
+
+def set_pending(store: Store, sub: dict, planned: list, inv: dict) -> None:
+    """Keep the change in ``pending_update`` until ``inv`` is paid or the update expires."""
+    items = []
+    for item, price, quantity in planned:
+        pending = public(item)
+        pending.update(price=public(price), plan=objects.legacy_plan(price), quantity=quantity)
+        items.append(pending)
+    sub["pending_update"] = {"billing_cycle_anchor": None,
+                             "expires_at": store.now() + PENDING_UPDATE_SECONDS,
+                             "subscription_items": items, "trial_end": None, "trial_from_plan": None}
+    sub["_pending_invoice"] = inv["id"]
+
+
+def after_invoice_paid(store: Store, inv: dict) -> bool:
+    """Apply the pending update ``inv`` pays for; ``False`` when it pays for none."""
+    sub = store.subscriptions.get(inv["parent"]["subscription_details"]["subscription"] or "")
+    if sub is None or not sub.get("pending_update") or sub.get("_pending_invoice") != inv["id"]:
+        return False
+    before = public(sub)
+    planned = [(billing.find_item(sub, pending["id"], "items"), pending["price"], pending["quantity"])
+               for pending in sub["pending_update"]["subscription_items"]]
+    apply_items(sub, planned)
+    sub["pending_update"], sub["_pending_invoice"] = None, None
+    store.emit("customer.subscription.updated", sub, before)
+    store.emit("customer.subscription.pending_update_applied", sub)
+    return True
+
+
+def expire_pending(store: Store, sub: dict) -> None:
+    """The pending update's 23 hours are over: drop it and void its unpaid invoice."""
+    before = public(sub)
+    inv = store.invoices.get(sub.pop("_pending_invoice", None) or "")
+    sub["pending_update"] = None
+    if inv is not None and inv["status"] == "open":
+        inv["status"] = "void"
+        inv["status_transitions"]["voided_at"] = store.now()
+        store.emit("invoice.voided", inv)
+    store.emit("customer.subscription.updated", sub, before)
+    store.emit("customer.subscription.pending_update_expired", sub)
+
+
+def due(sub: dict) -> list[tuple[int, object]]:
+    """The ``(time, action)`` of a pending update's expiry, if ``sub`` has one."""
+    pending = sub.get("pending_update")
+    return [(pending["expires_at"], expire_pending)] if pending else []
+
+
+def take_prorations(sub: dict) -> list[dict]:
+    """The proration lines waiting for the next invoice (``create_prorations``), now taken."""
+    return sub.pop("_pending_prorations", None) or []
+
+
+def change_items(store: Store, sub: dict, params: dict) -> bool:
+    """Apply ``items`` price and quantity changes with their prorations; ``False`` if they wait.
+
+    Raises a card error (402, nothing changed) for ``error_if_incomplete`` when the charge fails.
+    """
+    planned = planned_changes(store, sub, params.get("items") or [])
+    behavior = params.get("proration_behavior") or "create_prorations"
+    if not planned:
+        return True
+    when = proration_date(store, sub, params.get("proration_date"))
+    lines = proration_lines(sub, planned, when) if behavior != "none" else []
+    if behavior == "create_prorations":
+        sub["_pending_prorations"] = take_prorations(sub) + lines
+    elif behavior == "always_invoice" and lines:
+        inv, status = charge_now(store, sub, lines)
+        if status != "succeeded":
+            payment = params.get("payment_behavior") or "allow_incomplete"
+            if payment == "pending_if_incomplete":
+                set_pending(store, sub, planned, inv)
+                return False
+            if payment == "error_if_incomplete":
+                raise billing.decline_error(store, store.payment_intents.get(inv["_payment_intent"]), None)
+            sub["status"] = "past_due"
+    apply_items(sub, planned)
+    return True
+
+
+def check_update(params: dict) -> None:
+    """Refuse what Stripe refuses in an update: unknown behaviors, or extra parameters with pending updates."""
+    if params.get("proration_behavior") not in (None, *PRORATION_BEHAVIORS):
+        raise StripeError(400, f"Invalid proration_behavior: must be one of {', '.join(PRORATION_BEHAVIORS)}",
+                          param="proration_behavior")
+    if params.get("payment_behavior") not in (None, *PAYMENT_BEHAVIORS):
+        raise StripeError(400, f"Invalid payment_behavior: must be one of {', '.join(PAYMENT_BEHAVIORS)}",
+                          param="payment_behavior")
+    if params.get("payment_behavior") == "pending_if_incomplete":
+        extra = sorted(set(params) - PENDING_UPDATE_PARAMS)
+        if extra:
+            raise StripeError(400, "When payment_behavior is pending_if_incomplete, only some parameters "
+                              f"are supported; {extra[0]} is not one of them.", param=extra[0])
+
+
+def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool) -> None:
+    """``DELETE /v1/subscriptions/{id}``'s ``prorate`` (credit the unused time) and ``invoice_now``
+    (invoice what is pending now; a credit larger than the charges goes to the customer's balance)."""
+    lines = take_prorations(sub)
+    if prorate:
+        end, now = billing.period_end(sub), store.now()
+        share = (end - now) / (end - billing.period_start(sub)) if end > now else 0
+        lines += [objects.invoice_line(
+            sub["id"], item["id"], item["price"], item["quantity"],
+            -round(item["price"]["unit_amount"] * item["quantity"] * share), now, end,
+            f"Unused time on {item['quantity']} × {item['price']['id']} after {_day(now)}", proration=True)
+            for item in sub["items"]["data"]]
+    if not invoice_now or not lines:
+        sub["_pending_prorations"] = lines
+        return
+    inv = billing.open_invoice(store, sub, "subscription_update", store.now(), store.now(), lines=lines)
+    billing.finalize(store, inv)
+    credit = sum(line["amount"] for line in lines)
+    if credit < 0:
+        cus = store.customers.get(sub["customer"])
+        if cus is not None:
+            cus["balance"] += credit
+    if inv["amount_due"] == 0:
+        billing.mark_paid(store, inv)
+    else:
+        billing.attempt(store, inv, dunning.paying_method(store, sub))
+
+
+def preview(store: Store, params: dict) -> dict:
+    """``POST /v1/invoices/create_preview`` for a subscription: the invoice its change (or renewal) makes.
+
+    Nothing is stored. With ``subscription_details[items]`` and ``always_invoice`` it is the invoice
+    charged at once (the prorations); otherwise the next renewal: waiting prorations, then the
+    next period at the (new) prices. A subscription that will not renew has no upcoming invoice.
+    """
+    sub = store.get("subscriptions", params.get("subscription"), "subscription")
+    if params.get("customer") and params["customer"] != sub["customer"]:
+        raise StripeError(400, "The subscription does not belong to this customer.", param="subscription")
+    details = params.get("subscription_details") or {}
+    check_update({k: v for k, v in details.items() if k in ("proration_behavior",)})
+    planned = planned_changes(store, sub, details.get("items") or [])
+    behavior = details.get("proration_behavior") or "create_prorations"
+    when = proration_date(store, sub, details.get("proration_date")) if planned else store.now()
+    lines = proration_lines(sub, planned, when) if planned and behavior != "none" else []
+    if not (planned and behavior == "always_invoice"):
+        if sub["status"] in ("canceled", "incomplete_expired") or sub["cancel_at"]:
+            raise StripeError(404, "No upcoming invoices for customer: " + sub["customer"],
+                              code="invoice_upcoming_none")
+        lines = list(sub.get("_pending_prorations") or []) + lines + _next_period_lines(sub, planned)
+    start = lines[0]["period"]["start"] if lines else when
+    inv = objects.invoice(store, sub, "upcoming" if not planned else "subscription_update", start,
+                          billing.period_end(sub), lines=[dict(line) for line in lines])
+    inv.update(id=f"upcoming_{new_id('in_')}", status="draft", created=store.now(),
+               period_start=billing.period_start(sub), period_end=billing.period_end(sub))
+    return public(inv)
+
+
+def _next_period_lines(sub: dict, planned: list) -> list[dict]:
+    start = billing.period_end(sub)
+    rec = sub["items"]["data"][0]["price"]["recurring"]
+    end = objects.add_interval(start, rec["interval"], rec["interval_count"])
+    changed = {item["id"]: (price, quantity) for item, price, quantity in planned}
+    lines = []
+    for item in sub["items"]["data"]:
+        price, quantity = changed.get(item["id"], (item["price"], item["quantity"]))
+        lines.append(objects.invoice_line(sub["id"], item["id"], price, quantity,
+                                          price["unit_amount"] * quantity, start, end))
+    return lines
