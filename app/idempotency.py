@@ -29,6 +29,8 @@ from app.timeutil import utcnow
 HEADER = "Idempotency-Key"
 LIFETIME = timedelta(hours=24)
 MAX_KEY_LENGTH = 255
+# Expired keys deleted along with each key stored: more than are stored, so the table cannot grow.
+PRUNE_BATCH = 10
 
 # The OpenAPI description of the header, for ``blp.doc(parameters=[PARAMETER])``.
 PARAMETER = {
@@ -87,8 +89,10 @@ def _replay(stored, digest):
 def _remember(user, key, digest, response):
     """Store ``response`` as the key's answer; return it, or the answer a concurrent retry stored first."""
     now = utcnow()
-    db.session.execute(delete(IdempotencyKey).where(IdempotencyKey.user_id == user.id,
-                                                    IdempotencyKey.created_at <= now - LIFETIME))
+    # Expired keys go a few at a time with each new one, anyone's, so that no cron job is needed
+    # and no request pays for a large backlog.
+    expired = select(IdempotencyKey.id).where(IdempotencyKey.created_at <= now - LIFETIME).limit(PRUNE_BATCH)
+    db.session.execute(delete(IdempotencyKey).where(IdempotencyKey.id.in_(expired.scalar_subquery())))
     inserted = db.session.execute(_INSERT, {
         "user_id": user.id, "key": key, "request_digest": digest, "status": response.status_code,
         "body": response.get_data(as_text=True), "created_at": now}).first()
@@ -109,10 +113,10 @@ def idempotent(view):
     @wraps(view)
     def wrapper(*args, **kwargs):
         key = _key_of(request.headers.get(HEADER))
-        g.idempotency_key = key
+        digest = request_digest() if key is not None else None
+        g.idempotency = (key, digest) if key is not None else None
         user = current_user_for_update()
         if key is not None:
-            digest = request_digest()
             lock_user(user)
             stored = _stored(user, key)
             if stored is not None:
@@ -134,11 +138,14 @@ def idempotent(view):
 def provider_key(user, action):
     """Return the Stripe idempotency key of ``action`` (e.g. ``"swap"``) in this request.
 
-    Derived from the request's ``Idempotency-Key`` when it has one (so a retry replays Stripe's
-    answer), else random (the SDK's own retries of this one call are still safe). Stripe refuses a
-    key reused with other parameters, which the request digest already rules out.
+    Derived from the request's ``Idempotency-Key`` and its digest when it has one (so a retry
+    replays Stripe's answer), else random (the SDK's own retries of this one call are still safe).
+    With the digest in it, a client key reused for another request once its 24 hours are over is
+    another key at Stripe too, which refuses a key reused with other parameters.
     """
-    key = g.get("idempotency_key")
-    if key is None:
+    keyed = g.get("idempotency")
+    if keyed is None:
         return f"{action}-{uuid.uuid4().hex}"
-    return f"{action}-{user.idempotency_token}-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+    key, digest = keyed
+    derived = hashlib.sha256(f"{key} {digest}".encode()).hexdigest()[:40]
+    return f"{action}-{user.idempotency_token}-{derived}"

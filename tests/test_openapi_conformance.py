@@ -15,10 +15,16 @@ ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
 # What the document cannot express (README "OpenAPI document"), check -> operations it is left out for:
 # a schema-valid webhook body carries no valid Stripe signature (400); marshmallow checks an email
 # address more strictly than OpenAPI's format "email" (a one-letter top-level domain is a 422); the
-# prices offered are configuration (PROVIDER_PLANS), so another one is 422 unknown_price; and
-# OpenAPI 3.0 cannot forbid unknown query parameters, which the paged lists ignore.
+# prices offered are configuration (PROVIDER_PLANS), so another one is 422 unknown_price (intent,
+# swap and its preview); and
+# OpenAPI 3.0 cannot forbid unknown query parameters, which the paged lists ignore. An Idempotency-Key
+# the generator sends again with another body is 422 idempotency_key_reused: the server's state, as
+# a 409 is, which the document cannot tell from a schema-valid request.
+KEYED = {"/subscription/intent", "/subscription/portal", "/subscription/swap", "/subscription/cancel",
+         "/subscription/resume", "/subscription/quantity"}
 NOT_EXPRESSIBLE = {
-    "positive_data_acceptance": {"/provider/webhook", "/auth/register", "/auth/login", "/subscription/intent"},
+    "positive_data_acceptance": {"/provider/webhook", "/auth/register", "/auth/login", "/subscription/swap/preview",
+                                 *KEYED},
     "negative_data_rejection": {"/notifications", "/auth/tokens"},
 }
 

@@ -6,12 +6,14 @@ swap leaves the price and the plan as they were, in the database and at Stripe.
 """
 import threading
 import uuid
+from datetime import timedelta
 
 import pytest
 import requests
 
 from app.extensions import db
-from app.models import Subscription
+from app.models import IdempotencyKey, Subscription
+from app.timeutil import utcnow
 from tests.test_billing_flow import DAY, start_flow
 
 UPDATES = "POST /v1/subscriptions"
@@ -248,6 +250,16 @@ def test_a_retried_post_with_its_idempotency_key_gets_the_first_answer_and_calls
     assert flow.me()["plan"] == "pro"
 
 
+def test_new_keys_with_a_body_sent_before_are_new_changes_at_stripe(flow):
+    subscription_id = subscribe(flow)
+    before = updates(flow)
+    for key, plan in (("a", "pro"), ("b", "basic"), ("c", "pro")):
+        answer = post(flow, "/subscription/swap", {"price": flow.prices[plan]}, key=key)
+        assert answer.json["subscription"]["plan"] == plan
+    assert updates(flow) - before == 3
+    assert flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].price.id == flow.prices["pro"]
+
+
 def test_a_replayed_402_is_the_first_answer(flow):
     subscription_id = subscribe(flow)
     use_card(flow, subscription_id, "pm_card_chargeDeclined")
@@ -256,6 +268,19 @@ def test_a_replayed_402_is_the_first_answer(flow):
     before = updates(flow)
     again = post(flow, "/subscription/swap", body, key="declined-swap", expect=402)
     assert again.json == first.json and updates(flow) == before
+
+
+def test_a_key_is_kept_24_hours_then_it_names_a_new_request(flow):
+    subscribe(flow)
+    post(flow, "/subscription/swap", {"price": flow.prices["pro"]}, key="monthly-upgrade")
+    with flow.app.app_context():
+        db.session.execute(db.update(IdempotencyKey).values(created_at=utcnow() - timedelta(hours=24, seconds=1)))
+        db.session.commit()
+    answer = post(flow, "/subscription/swap", {"price": flow.prices["team"]}, key="monthly-upgrade")
+    assert "Idempotent-Replayed" not in answer.headers and answer.json["subscription"]["plan"] == "team"
+    with flow.app.app_context():
+        kept = db.session.scalars(db.select(IdempotencyKey)).all()
+        assert len(kept) == 1 and kept[0].created_at > utcnow() - timedelta(minutes=1), "the expired key was pruned"
 
 
 def test_the_intent_and_the_portal_take_an_idempotency_key(flow):
