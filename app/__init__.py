@@ -11,7 +11,7 @@ from app.billing.stripe_provider import StripeProvider
 from app.commands import register_commands
 from app.db_pool import server_engine_options
 from app.db_session import AUTOCOMMIT_BIND, autocommit_bind
-from app.errors import register_errorhandlers
+from app.error_handlers import register_errorhandlers
 from app.extensions import api, db, limiter, migrate
 from app.fields import Timestamp
 from app.http import register_http

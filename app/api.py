@@ -3,15 +3,15 @@
 from flask_smorest import Api as SmorestApi
 from flask_smorest import Blueprint as SmorestBlueprint
 
-from app import errors
+from app import error_handlers
 from app.jsonbody import JsonBodyParser
 
 
 class Api(SmorestApi):
-    ERROR_SCHEMA = errors.ErrorSchema
+    ERROR_SCHEMA = error_handlers.ErrorSchema
 
     def handle_http_exception(self, error):
-        return errors.handle_http_exception(error)
+        return error_handlers.handle_http_exception(error)
 
     def _register_error_handlers(self):
         # register_errorhandlers() installs the handlers; flask-smorest's own would shadow them.

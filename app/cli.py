@@ -9,7 +9,8 @@ import click
 from marshmallow import ValidationError
 from sqlalchemy.exc import DBAPIError
 
-from app.errors import AppError, is_lock_timeout
+from app.error_handlers import is_lock_timeout
+from app.errors import AppError
 
 
 def database_failure(error):

@@ -12,7 +12,7 @@ import click
 from flask.cli import with_appcontext
 from sqlalchemy import or_, select
 
-from app.auth import service, tokens
+from app.auth import expiry, service
 from app.auth.schemas import RegisterSchema
 from app.billing.commands import COMMANDS as BILLING_COMMANDS
 from app.billing.events import missing_event_types
@@ -50,15 +50,15 @@ def create_user_command(email, name, password_stdin):
 def prune_tokens_command(hours):
     """Delete tokens expired more than HOURS hours ago, in batches; print how many."""
     # The bar goes to a terminal only; the count below stays the last line of a cron log.
-    progress = (click.progressbar(length=tokens.count_prunable(hours), label="pruning", file=sys.stderr)
+    progress = (click.progressbar(length=expiry.count_prunable(hours), label="pruning", file=sys.stderr)
                 if sys.stderr.isatty() else nullcontext())
     with progress as bar:
-        deleted = tokens.prune(hours=hours, on_batch=partial(_commit_batch, bar))
+        deleted = expiry.prune(hours=hours, on_batch=partial(_commit_batch, bar))
     click.echo(f"pruned {deleted} expired token(s)")
 
 
 def _commit_batch(bar, count):
-    db.session.commit()  # each batch is its own transaction (tokens.prune)
+    db.session.commit()  # each batch is its own transaction (expiry.prune)
     if bar is not None:
         bar.update(count)
 

@@ -13,7 +13,7 @@ request (11% of ``GET /auth/me`` on PostgreSQL in a profile). What it guards aga
   connection older than ``POOL_RECYCLE_SECONDS`` at checkout, below the common idle timeouts.
 - A connection lost while a request uses it: SQLAlchemy invalidates it and every older pooled
   connection; the request answers 503 ``service_unavailable`` with ``Retry-After``
-  (``app.errors``) and the next request connects afresh.
+  (``app.error_handlers``) and the next request connects afresh.
 """
 import select
 

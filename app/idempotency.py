@@ -19,7 +19,8 @@ from flask import current_app, g, make_response, request
 from sqlalchemy import bindparam, delete, select, text
 
 from app.auth.bearer import current_user_for_update
-from app.errors import AppError, IdempotencyKeyReused, InvalidIdempotencyKey, handle_app_error
+from app.error_handlers import handle_app_error
+from app.errors import AppError
 from app.extensions import db
 from app.models import IdempotencyKey
 from app.models.types import UTCDateTime
@@ -40,6 +41,19 @@ PARAMETER = {
                    "answer (header Idempotent-Replayed: true) and changes nothing again; with another body "
                    "it is 422 idempotency_key_reused. A random value (a UUID) per intended action.",
 }
+
+class InvalidIdempotencyKey(AppError):
+    status = 400
+    code = "invalid_idempotency_key"
+    message = "The Idempotency-Key header must be 1 to 255 printable characters (a UUID, say)."
+
+
+class IdempotencyKeyReused(AppError):
+    status = 422
+    code = "idempotency_key_reused"
+    message = ("This Idempotency-Key was already used with another request; send a new key for a new "
+               "request.")
+
 
 # Not the ORM's insert: a concurrent request with the same key (possible where a view commits
 # midway, as the intent does) must not fail on the unique key; the loser replays the winner.

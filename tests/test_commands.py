@@ -12,7 +12,7 @@ import time_machine
 from sqlalchemy import func, select
 
 from app import create_app
-from app.auth import tokens
+from app.auth import expiry
 from app.cli import ServiceCommand, ServiceGroup
 from app.extensions import db
 from app.models import AccessToken, User
@@ -170,7 +170,7 @@ def test_prune_works_in_batches(app):
     _make_tokens(app, [(T0 - timedelta(days=9), T0 - timedelta(days=8, minutes=i)) for i in range(25)])
     batches = []
     with app.app_context(), time_machine.travel(T0, tick=False):
-        assert tokens.prune(hours=1, batch_size=10, on_batch=batches.append) == 25
+        assert expiry.prune(hours=1, batch_size=10, on_batch=batches.append) == 25
         assert db.session.scalar(select(func.count()).select_from(AccessToken)) == 0
     assert batches == [0, 10, 10, 5]  # first the rotated-out tokens (none here), which count 0
 
@@ -214,6 +214,6 @@ def test_prune_tokens_shows_a_progress_bar_on_a_terminal_only(tmp_path):
 def test_prune_leaves_the_transaction_to_its_caller(app):
     _make_tokens(app, [(T0 - timedelta(days=9), T0 - timedelta(days=8, minutes=i)) for i in range(3)])
     with app.app_context(), time_machine.travel(T0, tick=False):
-        assert tokens.prune(hours=1, batch_size=2) == 3
+        assert expiry.prune(hours=1, batch_size=2) == 3
         db.session.rollback()
         assert db.session.scalar(select(func.count()).select_from(AccessToken)) == 3

@@ -8,8 +8,8 @@ import requests
 from sqlalchemy import update
 
 from app.extensions import db
-from app.listeners.kinds import NOTIFICATION_KINDS
 from app.models import User
+from app.notifications.kinds import NOTIFICATION_KINDS
 from tests.test_billing_flow import DAY, start_flow
 
 

@@ -14,8 +14,8 @@ import time_machine
 from sqlalchemy import select
 
 from app.extensions import db
-from app.listeners.kinds import NOTIFICATION_KINDS
 from app.models import Notification, User
+from app.notifications.kinds import NOTIFICATION_KINDS
 from tests.conftest import deliver, load_event
 
 SUBSCRIPTION = "sub_000000000000000000000000"

@@ -7,7 +7,7 @@ from datetime import timedelta
 from flask import current_app
 from sqlalchemy import delete, func, not_, select
 
-from app.auth import tokens
+from app.auth import expiry, tokens
 from app.errors import NotFound, TooManyTokens
 from app.extensions import db
 from app.models import AccessToken, RotatedToken
@@ -17,7 +17,7 @@ from app.timeutil import utcnow
 
 
 def _live(user):
-    return AccessToken.user_id == user.id, not_(tokens.expired_by(AccessToken, utcnow()))
+    return AccessToken.user_id == user.id, not_(expiry.expired_by(AccessToken, utcnow()))
 
 
 def list_tokens(user, limit=20, starting_after=None):
@@ -29,7 +29,7 @@ def present_token(token, current):
     """Return the CONTRACT "Token info" of ``token`` as a dict; ``current`` is the request's token."""
     return {
         "id": token.id, "name": token.name, "abilities": token.abilities, "created_at": token.created_at,
-        "last_used_at": token.last_used_at, "expires_at": tokens.effective_expiry(token),
+        "last_used_at": token.last_used_at, "expires_at": expiry.effective_expiry(token),
         "current": token.id == current.id, "user_agent": token.user_agent, "ip": token.ip,
     }
 

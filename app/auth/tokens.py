@@ -1,7 +1,8 @@
-"""Personal access tokens: issue, verify, rotate, revoke and prune (SPEC 2, 3 and 5; CONTRACT "Token").
+"""Personal access tokens: issue, verify, rotate and revoke (SPEC 2, 3 and 5; CONTRACT "Token").
 
-The one place a bearer credential is checked (``authenticate``), refresh rotation with its
-families and reuse detection (issue 12), and the expiry rule shared by listing, cap and prune.
+The one place a bearer credential is checked (``authenticate``), and refresh rotation with its
+families and reuse detection (issue 12). When a token expires, and pruning the expired ones, is
+``app.auth.expiry``.
 
 A token's plain text is ``<id>|<AUTH_TOKEN_PREFIX><secret>``; the secret is 43 URL-safe characters
 (256 bits from ``secrets``) and only the SHA-256 hex digest of ``<prefix><secret>`` is stored.
@@ -14,8 +15,9 @@ import secrets
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import bindparam, delete, func, or_, select, update
+from sqlalchemy import bindparam, delete, or_, select, update
 
+from app.auth.expiry import effective_expiry
 from app.db_session import autocommit_engine
 from app.errors import TokenReused, Unauthenticated
 from app.extensions import db
@@ -30,7 +32,6 @@ REMEMBER_ME_LIFETIME = timedelta(days=30)
 SESSION_LIFETIME = timedelta(hours=2)
 # Writing last_used_at on every request serialises a busy client's requests on one row.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-PRUNE_BATCH_SIZE = 10_000
 # The bearer path's one statement (issue 13): the token, its user and the user's subscriptions (what
 # the entitled plan needs), one row per subscription, read as Core rows into snapshots, only the
 # columns those hold. Loading them as ORM objects was half of /auth/me's CPU. Built once, not per
@@ -48,20 +49,6 @@ _LOOKUP = (
 
 def _digest(secret):
     return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def global_lifetime():
-    """Return ``AUTH_TOKEN_EXPIRATION`` as a ``timedelta``, or ``None`` when tokens do not expire."""
-    minutes = current_app.config["AUTH_TOKEN_EXPIRATION"]
-    return None if minutes is None else timedelta(minutes=minutes)
-
-
-def effective_expiry(token):
-    """Return when ``token`` expires (UTC): its own ``expires_at``, else created + global lifetime."""
-    if token.expires_at is not None:
-        return token.expires_at
-    lifetime = global_lifetime()
-    return None if lifetime is None else token.created_at + lifetime
 
 
 def family_of(token):
@@ -229,62 +216,3 @@ def revoke_family(family_id):
 
 def _delete_rotated(*where):
     db.session.execute(delete(RotatedToken).where(*where).execution_options(synchronize_session=False))
-
-
-def expired_by(model, moment):
-    """Return a clause true for rows of ``model`` (a token table) expired at ``moment``.
-
-    The same rule as ``effective_expiry``: ``expires_at`` when set, else ``created_at`` plus the
-    global lifetime (never, without one).
-    """
-    expired = model.expires_at.is_not(None) & (model.expires_at <= moment)
-    lifetime = global_lifetime()
-    if lifetime is not None:
-        expired = or_(expired, model.expires_at.is_(None) & (model.created_at <= moment - lifetime))
-    return expired
-
-
-def count_prunable(hours=1):
-    """Return how many tokens ``prune(hours)`` would delete now (the length of a progress bar)."""
-    cutoff = utcnow() - timedelta(hours=hours)
-    return db.session.scalar(select(func.count(AccessToken.id)).where(expired_by(AccessToken, cutoff)))
-
-
-def prune(hours=1, batch_size=PRUNE_BATCH_SIZE, on_batch=None):
-    """Delete tokens expired more than ``hours`` hours ago; return how many were deleted.
-
-    Rotated-out tokens are deleted by the same rule (a replay of one past its expiry is only an
-    unknown token then) and are not counted. Deletes in batches of ``batch_size`` ids, so memory
-    stays flat however many tokens there are. ``on_batch(count)`` is called after each batch's
-    DELETE (``count`` is 0 for a batch of rotated-out tokens): the caller commits there (as
-    ``flask prune-tokens`` does), since a prune over a million rows must not be one transaction
-    holding its locks to the end, and may advance a progress bar.
-    """
-    cutoff = utcnow() - timedelta(hours=hours)
-    rotated_batch = None if on_batch is None else (lambda count: on_batch(0))
-    _prune_table(RotatedToken, cutoff, batch_size, rotated_batch)
-    return _prune_table(AccessToken, cutoff, batch_size, on_batch)
-
-
-def _prune_table(model, cutoff, batch_size, on_batch=None):
-    expired = expired_by(model, cutoff)
-    total, after = 0, 0
-    while True:
-        # Each batch starts at the id where the last one ended: starting over at the lowest id
-        # would step over every row deleted so far (dead until vacuumed), so a prune of a million
-        # tokens went quadratic. The batch is then deleted as an id range, with no id list to send.
-        batch = (select(model.id).where(expired, model.id > after)
-                 .order_by(model.id).limit(batch_size).subquery())
-        upper = db.session.scalar(select(func.max(batch.c.id)))
-        deleted = 0
-        if upper is not None:
-            deleted = db.session.execute(
-                delete(model).where(expired, model.id > after, model.id <= upper)
-                .execution_options(synchronize_session=False)
-            ).rowcount
-        total += deleted
-        if on_batch is not None:
-            on_batch(deleted)
-        if deleted < batch_size:
-            return total
-        after = upper

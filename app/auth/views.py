@@ -3,7 +3,7 @@ from flask import current_app, g, request
 
 from app import jsonbody, presentation
 from app.api import Blueprint
-from app.auth import management, service, tokens
+from app.auth import expiry, management, service, tokens
 from app.auth.bearer import ability_required, auth_required, seen_client
 from app.auth.schemas import (
     LoginSchema,
@@ -24,7 +24,7 @@ blp = Blueprint("auth", __name__, url_prefix="/auth", description="Personal acce
 
 
 def _token_body(token, plain_text):
-    return {"token_type": "Bearer", "access_token": plain_text, "expires_at": tokens.effective_expiry(token)}
+    return {"token_type": "Bearer", "access_token": plain_text, "expires_at": expiry.effective_expiry(token)}
 
 
 def _login_rate_key():

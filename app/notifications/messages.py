@@ -10,7 +10,7 @@ from email.utils import format_datetime, parseaddr
 
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 
-from app.subscription.schemas import NotificationSchema
+from app.notifications.schemas import NotificationSchema
 from app.timeutil import from_timestamp, isoformat_z
 
 _templates = Environment(

@@ -14,10 +14,11 @@ from flask import current_app
 from app.billing import objects, plans, state
 from app.billing.provider import get_provider
 from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, TERMINAL_STATUSES
-from app.errors import Conflict, NotSubscribed, PaymentRequired, SubscriptionEnded, SubscriptionPastDue, UnknownPrice
+from app.errors import Conflict, UnknownPrice
 from app.extensions import db
 from app.idempotency import provider_key
 from app.models.user import lock_user
+from app.subscription.errors import NotSubscribed, PaymentRequired, SubscriptionEnded, SubscriptionPastDue
 from app.timeutil import utcnow
 
 

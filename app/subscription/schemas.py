@@ -2,8 +2,8 @@
 from marshmallow import Schema, fields, validate
 
 from app.config import PRORATIONS
-from app.fields import STORABLE_DESCRIPTION, Boolean, Text, Timestamp, Url
-from app.listeners.kinds import NOTIFICATION_KINDS
+from app.fields import STORABLE_DESCRIPTION, Boolean, Text, Url
+from app.notifications.schemas import NotificationSchema
 from app.presentation import SubscriptionSchema
 
 
@@ -94,16 +94,6 @@ class PortalRequestSchema(Schema):
 
 class PortalSchema(Schema):
     url = fields.String(required=True)
-
-
-class NotificationSchema(Schema):
-    id = fields.Integer(required=True)
-    kind = fields.String(required=True, metadata={
-        "enum": list(NOTIFICATION_KINDS),
-        "description": "What happened, decided from a provider event; `data` depends on it. "
-                       + " ".join(f"`{kind}`: {text}" for kind, text in NOTIFICATION_KINDS.items())})
-    created_at = Timestamp(required=True)
-    data = fields.Dict(required=True)
 
 
 class NotificationPageSchema(Schema):
