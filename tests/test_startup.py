@@ -103,5 +103,6 @@ def test_gunicorn_warns_once_about_memory_storage_with_several_workers(tmp_path)
 def test_gunicorn_with_one_worker_or_a_shared_store_does_not_warn(tmp_path):
     env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET)
     assert "RATELIMIT_STORAGE_URI" not in _serve_and_stop(tmp_path, env, workers=1)
-    shared = {**env, "RATELIMIT_STORAGE_URI": "redis://127.0.0.1:6379/15"}
+    # A shared store, named only: starting and answering /health never connect to it.
+    shared = {**env, "RATELIMIT_STORAGE_URI": f"redis://127.0.0.1:{free_port()}/0"}
     assert "RATELIMIT_STORAGE_URI" not in _serve_and_stop(tmp_path, shared, workers=2)

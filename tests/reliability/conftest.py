@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import redis
 
 from tests.conftest import BASE_CONFIG, WEBHOOK_SECRET
 from tests.ports import free_port
@@ -63,22 +62,17 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture
-def shared_limits():
-    """A Redis database of the local server for the login rate limit, emptied first (production's set-up)."""
-    url = "redis://127.0.0.1:6379/15"
-    redis.Redis.from_url(url).flushdb()
-    return url
-
-
-@pytest.fixture
 def gunicorn(make_app, database_url, emulator, request, tmp_path):
     """Start gunicorn on the test database and the emulator; yield a ``Gunicorn``; stop it afterwards.
 
     ``make_app`` is used first so that the emulator is reset before and the tables are emptied
-    after the test. Prices made by the ``prices`` fixture are mapped in ``PROVIDER_PLANS``.
+    after the test. Prices made by the ``prices`` fixture are mapped in ``PROVIDER_PLANS``; with the
+    ``redis_url`` fixture, the workers share the login rate limit through the suite's own Redis.
     """
     make_app()
-    extra_env = getattr(request, "param", {})  # indirect parametrisation adds settings
+    extra_env = dict(getattr(request, "param", {}))  # indirect parametrisation adds settings
+    if "redis_url" in request.fixturenames:
+        extra_env["RATELIMIT_STORAGE_URI"] = request.getfixturevalue("redis_url")
     plans = dict(BASE_CONFIG["PROVIDER_PLANS"])
     if "prices" in request.fixturenames:
         plans.update({price: plan for plan, price in request.getfixturevalue("prices").items()})
