@@ -24,7 +24,7 @@ def stored_tokens(app):
 
 
 def test_register_returns_the_user_without_a_token_or_password(client):
-    body = register(client, email="Ada@Example.COM")
+    body = register(client, email=" Ada@Example.COM\t")
     assert body == {"id": body["id"], "email": "ada@example.com", "name": "Ada", "plan": "free",
                     "card": None, "subscription": None}
 
@@ -75,8 +75,8 @@ def test_unknown_email_and_wrong_password_answer_alike(client, user):
         "error": {"code": "invalid_credentials", "message": "The email or password is incorrect."}}
 
 
-def test_login_email_is_case_insensitive(client, user):
-    assert login(client, email=" ADA@example.com ".strip())["token_type"] == "Bearer"
+def test_login_email_is_case_insensitive_and_stripped(client, user):
+    assert login(client, email=" ADA@example.com ")["token_type"] == "Bearer"
 
 
 def test_me_requires_a_bearer_token(client):

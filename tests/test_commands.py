@@ -26,10 +26,10 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 def test_create_user_reads_the_password_from_stdin(app, runner, client):
-    result = runner.invoke(args=["create-user", "Grace@Example.com", "--name", "Grace", "--password-stdin"],
+    result = runner.invoke(args=["create-user", " Grace@Example.com ", "--name", "Grace", "--password-stdin"],
                            input=PASSWORD + "\n")
     assert result.exit_code == 0, result.output
-    assert "grace@example.com" in result.output and PASSWORD not in result.output
+    assert "<grace@example.com>" in result.output and PASSWORD not in result.output
     assert login(client, email="grace@example.com")["token_type"] == "Bearer"
 
 
