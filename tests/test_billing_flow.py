@@ -181,7 +181,9 @@ def test_unknown_price_is_refused(flow):
 def test_provider_outage_answers_503_and_changes_nothing(flow):
     flow.emulator.add_fault("/v1/", status=500, count=20)
     response = flow.client.post("/subscription/intent", json={"price": flow.prices["basic"]}, headers=flow.headers)
-    assert response.status_code == 503 and response.json["error"]["code"] == "provider_unavailable"
+    assert response.status_code == 503 and response.json["error"] == {
+        "code": "provider_unavailable",
+        "message": "The payment provider failed with an error (HTTP 500); try again shortly."}
     flow.emulator.clear_faults()
     with flow.app.app_context():
         assert db.session.scalars(select(Subscription)).all() == []

@@ -107,10 +107,10 @@ def test_an_unreachable_provider_is_one_line(tmp_path):
         conn.execute("UPDATE users SET provider_id = 'cus_somewhere'")
     checked = run([*FLASK, "check-webhook"], env)
     assert checked.returncode == 1 and checked.stdout == ""
-    assert _failure_lines(checked.stderr) == ["Error: The payment provider did not answer in time; try again shortly."]
+    assert _failure_lines(checked.stderr) == ["Error: The payment provider could not be reached; try again shortly."]
     synced = run([*FLASK, "sync-user", "--all"], env)
     assert synced.returncode == 1
-    assert "paying@example.com: FAILED (ProviderUnavailable: The payment provider did not answer" in synced.stdout
+    assert "paying@example.com: FAILED (ProviderUnavailable: The payment provider could not be reached" in synced.stdout
     assert _failure_lines(synced.stderr) == ["Error: 1 user(s) could not be synced"]
 
 
