@@ -258,7 +258,7 @@ def test_sync_user_rebuilds_state_missed_by_webhooks(flow):
     assert f"{started['subscription']['id']}.provider_status: incomplete -> active" in changes
     assert flow.me()["plan"] == "basic" and flow.me()["card"] == {"brand": "visa", "last4": "4242"}
     again = runner.invoke(args=["sync-user", "--all"])
-    assert again.exit_code == 0 and "ada@example.com: unchanged" in again.output
+    assert again.exit_code == 0 and again.stdout == "ada@example.com: unchanged\n"  # no blank line in a file
 
 
 def test_sync_user_reports_every_field_it_changed(flow):
@@ -272,6 +272,12 @@ def test_sync_user_reports_every_field_it_changed(flow):
     assert result.exit_code == 0, result.output
     assert f"ada@example.com: {subscription_id}.cancel_at_period_end: False -> True; " \
            f"{subscription_id}.ends_at: - -> {ends_at.isoformat().replace('+00:00', 'Z')}" in result.output.splitlines()
+
+
+def test_sync_user_refuses_emails_with_all(flow):
+    result = flow.app.test_cli_runner().invoke(args=["sync-user", "ada@example.com", "--all"])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == "Error: name EMAIL_OR_IDs or pass --all, not both"
 
 
 def test_sync_user_names_unknown_users(flow):
