@@ -2,6 +2,7 @@
 (scripts/bench.py), run as the Makefile runs them."""
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -35,7 +36,9 @@ def test_make_run_remembers_me_and_make_demo_leaves_the_clock_as_it_found_it(tmp
 
         requests.post(f"{env['EMULATOR_URL']}/_emulator/clock/advance", json={"seconds": 100}, timeout=10)
         Demo(env).run()
-        assert "Demo complete." in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "Demo complete." in out
+        assert re.search(r"next retry at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; pay at http", out), out
         assert offset(env["EMULATOR_URL"]) == 100
 
 
