@@ -26,8 +26,10 @@ demo: install
 bench: install
 	$(PY) -m scripts.bench
 
-## make test: the whole suite (SQLite; set TEST_DATABASE_URL for PostgreSQL)
+## make test: the whole suite (SQLite; set TEST_DATABASE_URL for PostgreSQL). The few tests that need Redis
+## start their own redis-server, installed here when missing (apt-get, as root); without one they are skipped.
 test: install
+	@$(PY) -m scripts.apt redis-server redis-server || echo "the tests that need Redis will be skipped"
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install

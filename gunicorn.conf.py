@@ -30,10 +30,10 @@ if os.environ.get("LOG_FORMAT", "text").strip().lower() == "json":
     access_log_format = "%(m)s %(U)s %(s)s %(M)sms"
 
 # prometheus_client picks its multiprocess mode when it is first imported, so the directory is
-# named and made before the app (and prometheus_client) is; every process writes its values there.
+# named before the app (and prometheus_client) is; every process writes its values there, and
+# app.observability.metrics makes it when it does not exist.
 if os.environ.get("METRICS_ENABLED", "").strip().lower() in {"1", "true", "yes", "on"}:
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", os.path.join(tempfile.gettempdir(), "subscriptions-metrics"))
-    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
 
 
 def _alive(pid):

@@ -84,10 +84,17 @@ def _users(keys, every):
 @with_appcontext
 def sync_user_command(keys, every):
     """Pull users' live billing state from the provider and commit it as a webhook would."""
+    if keys and every:
+        raise click.UsageError("name EMAIL_OR_IDs or pass --all, not both")
     if not keys and not every:
         raise click.UsageError("name at least one EMAIL_OR_ID, or pass --all")
     provider, failed = get_provider(), 0
-    with click.progressbar(_users(keys, every), label="syncing", file=sys.stderr) as user_ids:
+    # The bar goes to a terminal only; a line printed on the bar's terminal starts below the bar.
+    on_terminal = sys.stderr.isatty()
+    start = "\n" if on_terminal and sys.stdout.isatty() else ""
+    ids = _users(keys, every)
+    progress = click.progressbar(ids, label="syncing", file=sys.stderr) if on_terminal else nullcontext(ids)
+    with progress as user_ids:
         for user_id in user_ids:
             user = db.session.get(User, user_id)
             try:
@@ -96,9 +103,9 @@ def sync_user_command(keys, every):
             except Exception as exc:  # one user's failure must not stop the others
                 db.session.rollback()
                 failed += 1
-                click.echo(f"\n{user.email}: FAILED ({exc.__class__.__name__}: {exc})")
+                click.echo(f"{start}{user.email}: FAILED ({exc.__class__.__name__}: {exc})")
                 continue
-            click.echo(f"\n{result.email}: {result.change_text()}")
+            click.echo(f"{start}{result.email}: {result.change_text()}")
     if failed:
         raise click.ClickException(f"{failed} user(s) could not be synced")
 

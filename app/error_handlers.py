@@ -72,6 +72,16 @@ def _validation_details(messages):
     return messages
 
 
+def _validation_message(messages):
+    # Say where the invalid values were: a bad id in the URL is not a bad request body.
+    locations = set(messages) if isinstance(messages, dict) else set()
+    if locations == {"query"}:
+        return "The query parameters are not valid."
+    if locations == {"path"}:
+        return f"The path parameters are not valid: {', '.join(messages['path'])}."
+    return _HTTP_MESSAGES[422]
+
+
 def handle_http_exception(error):
     """Map werkzeug's and webargs's ``HTTPException`` onto the one error shape."""
     status = error.code or 500
@@ -82,8 +92,8 @@ def handle_http_exception(error):
         headers["Allow"] = ", ".join(error.valid_methods)
     code = _HTTP_CODES.get(status) or re.sub(r"\W+", "_", error.name.lower()).strip("_")
     message = _HTTP_MESSAGES.get(status) or error.description or error.name
-    if status == 422 and isinstance(messages, dict) and set(messages) == {"query"}:
-        message = "The query parameters are not valid."
+    if status == 422:
+        message = _validation_message(messages)
     details = _validation_details(messages) if status == 422 else None
     return error_response(status, code, message, details, headers)
 

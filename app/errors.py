@@ -210,8 +210,28 @@ class ServiceUnavailable(AppError):
 
 
 class ProviderUnavailable(ServiceUnavailable):
+    """The payment provider could not serve a call of ours now; the message says what happened to it."""
+
     code = "provider_unavailable"
     message = "The payment provider did not answer in time; try again shortly."
+
+    @classmethod
+    def unreachable(cls):
+        return cls("The payment provider could not be reached; try again shortly.")
+
+    @classmethod
+    def server_error(cls, status=None):
+        answered = f" (HTTP {status})" if status else ""
+        return cls(f"The payment provider failed with an error{answered}; try again shortly.")
+
+    @classmethod
+    def rate_limited(cls):
+        return cls("The payment provider is limiting this service's requests; try again shortly.")
+
+    @classmethod
+    def key_refused(cls):
+        # The operator's to fix; retrying will not help until the key is replaced.
+        return cls("The payment provider refused this service's API key (PROVIDER_API_KEY).")
 
 
 class ProviderRejected(AppError):

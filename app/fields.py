@@ -40,7 +40,11 @@ class Text(_StorableText, fields.String):
 
 
 class Email(_StorableText, fields.Email):
-    """A request email address that the database can store."""
+    """A request email address that the database can store, without the spaces around it."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        # Stripped before the address is validated: a pasted " ada@example.com " is that address.
+        return super()._deserialize(value.strip() if isinstance(value, str) else value, attr, data, **kwargs)
 
 
 class Url(_StorableText, fields.Url):

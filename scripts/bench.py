@@ -30,7 +30,6 @@ import platform
 import re
 import resource
 import secrets
-import shutil
 import socket
 import statistics
 import subprocess
@@ -55,6 +54,7 @@ from sqlalchemy import create_engine, func, insert, select, text  # noqa: E402
 
 from app import config as app_config  # noqa: E402
 from app.models import AccessToken, Notification, Subscription, WebhookEvent  # noqa: E402
+from scripts import apt  # noqa: E402
 from scripts.bench_webhooks import (  # noqa: E402
     RemoteEmulator,
     converged,
@@ -98,15 +98,7 @@ def log(message):
 
 def ensure_wrk():
     """Return the path of wrk, installing the Debian package when it is missing (we run as root)."""
-    found = shutil.which("wrk")
-    if found:
-        return found
-    log("wrk is missing: apt-get install -y wrk")
-    apt = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    if subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], env=apt).returncode != 0:
-        subprocess.run(["apt-get", "update", "-q"], env=apt, check=True)
-        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], env=apt, check=True)
-    return shutil.which("wrk") or sys.exit("wrk could not be installed")
+    return apt.ensure("wrk", "wrk") or sys.exit("wrk could not be installed")
 
 
 # --- processes ------------------------------------------------------------------------------------

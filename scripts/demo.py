@@ -12,12 +12,14 @@ import sys
 import time
 import uuid
 from contextlib import nullcontext
+from datetime import UTC, datetime
 from email import message_from_binary_file, policy
 from pathlib import Path
 
 import requests
 import stripe
 
+from app.timeutil import isoformat_z
 from scripts.dev import API_KEY, DEV_ENV, Stack, answers
 
 DAY = 86400
@@ -83,7 +85,9 @@ class Demo:
         self.call("GET", "/subscription", 200)
         failed = next(n for n in self.notifications() if n["kind"] == "payment_failed")
         data = failed["data"]
-        print(f"    next retry at {data['next_payment_attempt']}; pay at {data['hosted_invoice_url']}")
+        retry = data["next_payment_attempt"]  # Unix seconds, as Stripe gives them
+        when = isoformat_z(datetime.fromtimestamp(retry, UTC)) if retry else "none scheduled"
+        print(f"    next retry at {when}; pay at {data['hosted_invoice_url']}")
         self.step("The user pays the open invoice with a good card on the hosted invoice page (card 4242)")
         paid = requests.post(failed["data"]["hosted_invoice_url"] + "/pay", data={"payment_method": "pm_card_visa"},
                              timeout=30)

@@ -6,7 +6,9 @@ that files every message in a Maildir under ``instance/``, applies the migration
 service and the notification delivery worker (``flask deliver-notifications``). The environment
 it used is written to ``instance/dev.env`` so that other terminals
 (``make demo``, ``flask sync-user``) can join in with ``set -a; . instance/dev.env; set +a``.
-Remember-me (``AUTH_REMEMBER_ME``) is on.
+Remember-me (``AUTH_REMEMBER_ME``) is on. The emulator keeps its state in ``instance/emulator.json``,
+so a restart finds the customers and subscriptions ``instance/app.db`` knows. When one of the
+processes dies, the others are stopped and ``make run`` says which one it was and how it ended.
 """
 import argparse
 import json
@@ -25,6 +27,8 @@ from app.billing.events import REQUIRED_EVENT_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 DEV_ENV = ROOT / "instance" / "dev.env"
+# The emulator's customers, subscriptions and prices, kept across restarts as instance/app.db keeps the service's.
+EMULATOR_STATE = ROOT / "instance" / "emulator.json"
 API_KEY = "sk_test_local_emulator"
 PLANS = (("basic", 900), ("pro", 2900), ("team", 4900))
 # Settings of the local stack beyond the provider's: remember-me is on so that the README's curl
@@ -74,17 +78,34 @@ def answers(url):
         return False
 
 
+def _prices(client):
+    """Return ``{price id: plan}``: the prices a previous run left in the emulator's state, else new ones."""
+    found = {price.lookup_key: price.id
+             for price in client.v1.prices.list(params={"lookup_keys": [plan for plan, _ in PLANS]}).data}
+    missing = [(plan, amount) for plan, amount in PLANS if plan not in found]
+    if missing:
+        product = client.v1.products.create(params={"name": "Subscription service"})
+        for plan, amount in missing:
+            found[plan] = client.v1.prices.create(params={
+                "product": product.id, "unit_amount": amount, "currency": "usd", "recurring": {"interval": "month"},
+                "lookup_key": plan}).id
+    return {price: plan for plan, price in found.items()}
+
+
+def _webhook_endpoint(client, url):
+    """Return a new webhook endpoint for ``url``, replacing the one a previous run left (with its secret)."""
+    # Stripe shows an endpoint's signing secret only in the answer that creates it.
+    for endpoint in client.v1.webhook_endpoints.list().data:
+        if endpoint.url == url:
+            client.v1.webhook_endpoints.delete(endpoint.id)
+    return client.v1.webhook_endpoints.create(params={"url": url, "enabled_events": list(REQUIRED_EVENT_TYPES)})
+
+
 def set_up_provider(emulator_url, service_url):
-    """Create the prices and the webhook endpoint at the emulator; return the service's environment."""
+    """Find or create the prices and the webhook endpoint at the emulator; return the service's environment."""
     client = stripe.StripeClient(API_KEY, base_addresses={"api": emulator_url})
-    product = client.v1.products.create(params={"name": "Subscription service"})
-    plans = {}
-    for plan, amount in PLANS:
-        price = client.v1.prices.create(params={"product": product.id, "unit_amount": amount, "currency": "usd",
-                                                "recurring": {"interval": "month"}, "lookup_key": plan})
-        plans[price.id] = plan
-    endpoint = client.v1.webhook_endpoints.create(
-        params={"url": f"{service_url}/provider/webhook", "enabled_events": list(REQUIRED_EVENT_TYPES)})
+    plans = _prices(client)
+    endpoint = _webhook_endpoint(client, f"{service_url}/provider/webhook")
     return {
         "PROVIDER_API_KEY": API_KEY,
         "PROVIDER_API_BASE": emulator_url,
@@ -95,19 +116,29 @@ def set_up_provider(emulator_url, service_url):
 
 
 class Stack:
-    """The emulator and the service as child processes; ``with Stack(...) as env:`` starts and stops them."""
+    """The emulator and the service as child processes; ``with Stack(...) as env:`` starts and stops them.
+
+    With ``state_file`` the emulator keeps its state in that JSON file across restarts, as the
+    database keeps the service's. ``processes`` maps each child's name to its ``Popen``.
+    """
 
     def __init__(self, port=5000, emulator_port=12111, database_url=None, smtp_port=8025, maildir=None,
-                 env_file=DEV_ENV):
+                 env_file=DEV_ENV, state_file=None):
         self.port, self.emulator_port, self.database_url = port, emulator_port, database_url
         self.smtp_port, self.maildir = smtp_port, Path(maildir or ROOT / "instance" / "mail")
-        self.env_file = env_file
-        self.processes = []
+        self.env_file, self.state_file = env_file, state_file
+        self.processes = {}
 
-    def _spawn(self, args, env=None):
-        process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env)
-        self.processes.append(process)
-        return process
+    def _spawn(self, name, args, env=None):
+        self.processes[name] = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env)
+
+    def wait(self):
+        """Block until one of the processes exits; return a line naming it and how it ended."""
+        while True:
+            for name, process in self.processes.items():
+                if process.poll() is not None:
+                    return f"{name} {ended(process.returncode)}"
+            time.sleep(0.5)
 
     def __enter__(self):
         service_url = f"http://127.0.0.1:{self.port}"
@@ -117,11 +148,12 @@ class Stack:
                 raise SystemExit(f"{url} is already taken: stop what runs there, or pick other ports")
         if port_taken(self.smtp_port):
             raise SystemExit(f"port {self.smtp_port} (SMTP) is already taken: stop what runs there, or pick another")
-        self._spawn(["-m", "scripts.stripe_emulator", "--port", str(self.emulator_port)])
+        state = ["--state-file", str(self.state_file)] if self.state_file else []
+        self._spawn("the Stripe emulator", ["-m", "scripts.stripe_emulator", "--port", str(self.emulator_port), *state])
         self.maildir.parent.mkdir(parents=True, exist_ok=True)
         # aiosmtpd's Mailbox handler files each message it accepts in a Maildir (one file in new/).
-        self._spawn(["-m", "aiosmtpd", "-n", "-l", f"127.0.0.1:{self.smtp_port}", "-c", "aiosmtpd.handlers.Mailbox",
-                     str(self.maildir)])
+        self._spawn("the SMTP server (aiosmtpd)", ["-m", "aiosmtpd", "-n", "-l", f"127.0.0.1:{self.smtp_port}", "-c",
+                                                   "aiosmtpd.handlers.Mailbox", str(self.maildir)])
         wait_for(emulator_url + "/_emulator/clock")
         wait_for_port(self.smtp_port)
         provider_env = {**set_up_provider(emulator_url, service_url), "MAIL_SERVER": "127.0.0.1",
@@ -132,20 +164,28 @@ class Stack:
         self.env_file.parent.mkdir(exist_ok=True)
         self.env_file.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, **SETTINGS}.items()))
         subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env, check=True)
-        self._spawn(["-m", "flask", "run", "--host", "127.0.0.1", "--port", str(self.port), "--no-reload"], env)
-        self._spawn(["-m", "flask", "deliver-notifications"], env)
+        self._spawn("the service (flask run)",
+                    ["-m", "flask", "run", "--host", "127.0.0.1", "--port", str(self.port), "--no-reload"], env)
+        self._spawn("the delivery worker (flask deliver-notifications)", ["-m", "flask", "deliver-notifications"], env)
         wait_for(service_url + "/health")
         database = self.database_url or env.get("DATABASE_URL") or f"sqlite:///{ROOT / 'instance' / 'app.db'}"
         return {**provider_env, "DATABASE": database, "EMULATOR_URL": emulator_url}
 
     def __exit__(self, *exc_info):
-        for process in reversed(self.processes):
+        for process in reversed(self.processes.values()):
             process.terminate()
-        for process in self.processes:
+        for process in self.processes.values():
             try:
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def ended(returncode):
+    """Say how a process ended, from its ``returncode`` (negative: the signal that killed it)."""
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    return f"exited with status {returncode}"
 
 
 def _stop_on_sigterm(signum, frame):
@@ -159,7 +199,7 @@ def main(argv=None):
     parser.add_argument("--emulator-port", type=int, default=12111)
     parser.add_argument("--smtp-port", type=int, default=8025)
     args = parser.parse_args(argv)
-    stack = Stack(args.port, args.emulator_port, smtp_port=args.smtp_port)
+    stack = Stack(args.port, args.emulator_port, smtp_port=args.smtp_port, state_file=EMULATOR_STATE)
     with stack as env:
         plans = ", ".join(f"{plan}={price}" for price, plan in json.loads(env["PROVIDER_PLANS"]).items())
         print(f"\n  service:   {env['SERVICE_URL']}  (OpenAPI at {env['SERVICE_URL']}/openapi.json)"
@@ -169,12 +209,15 @@ def main(argv=None):
               f"\n  mail:      {env['MAILDIR']}  (Maildir: one file per message in new/; SMTP on "
               f"127.0.0.1:{env['MAIL_PORT']}, delivered by `flask deliver-notifications`)"
               f"\n  env:       {DEV_ENV.relative_to(ROOT)}  (set -a; . {DEV_ENV.relative_to(ROOT)}; set +a)"
+              f"\n  state:     {EMULATOR_STATE.relative_to(ROOT)} and the database survive a restart; "
+              "`make clean` starts afresh"
               "\n  Ctrl-C stops them all.\n", flush=True)
         try:
-            while all(process.poll() is None for process in stack.processes):
-                time.sleep(0.5)
+            stopped = stack.wait()
         except KeyboardInterrupt:
-            pass
+            return
+        print(f"make run: {stopped}; stopping the others", file=sys.stderr, flush=True)
+    sys.exit(1)
 
 
 if __name__ == "__main__":

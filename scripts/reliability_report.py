@@ -2,8 +2,10 @@
 
     python -m scripts.reliability_report [bench-results/reliability.json]
 
-The figures are the counts the suite itself wrote (tests/reliability/conftest.py), newest run per
-database; nothing here is typed by hand. Exits 1 when the file is missing or holds no run.
+The figures are the counts the suite itself wrote (tests/reliability/conftest.py), per database
+the newest run of the whole suite; nothing here is typed by hand. A database with none (only runs
+of a few tests) shows its newest run, and the table's last row says it is partial and how pytest
+was run. Exits 1 when the file is missing or holds no run.
 """
 import json
 import sys
@@ -39,10 +41,23 @@ ROWS = {
 
 
 def latest_per_database(runs):
-    latest = {}
+    """Return ``{database: run}``: each database's newest whole-suite run, else its newest run."""
+    latest, whole = {}, {}
     for run in runs:
         latest[run["database"]] = run
-    return latest
+        if run.get("whole_suite"):
+            whole[run["database"]] = run
+    return {**latest, **whole}
+
+
+def which_run(run):
+    """Return the cell naming ``run``: when it finished, how long it took, and the selection when partial."""
+    cell = f"{run['finished_at']}, {run['seconds']} s"
+    if run.get("whole_suite"):
+        return cell
+    # Runs written before the selection was recorded have none; a pipe (a -k expression) would end the cell.
+    selection = run.get("selection")
+    return cell + (", partial run" if selection is None else f", partial: `pytest {selection}`".replace("|", "\\|"))
 
 
 def table(runs):
@@ -55,7 +70,7 @@ def table(runs):
     lines.append("| Reliability tests passed / failed | " + " | ".join(
         f"{t.get('passed', 0)} / {t.get('failed', 0)}" for t in tests) + " |")
     lines.append("| Run (finished, seconds for the whole pytest run) | " + " | ".join(
-        f"{latest[d]['finished_at']}, {latest[d]['seconds']} s" for d in databases) + " |")
+        which_run(latest[d]) for d in databases) + " |")
     return "\n".join(lines)
 
 

@@ -25,6 +25,7 @@ from app.extensions import db
 from app.models import User
 from scripts.stripe_emulator.testing import RunningEmulator
 from tests.receivers import HttpReceiver, SmtpSink
+from tests.redis_server import RedisServer, require_redis_server
 from tests.signing import WEBHOOK_SECRET, sign
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "migrations")
@@ -272,3 +273,18 @@ def http_receiver():
     receiver = HttpReceiver().start()
     yield receiver
     receiver.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_service():
+    """The suite's own ``redis-server`` on a free port, for the session; skipped, saying why, without one."""
+    require_redis_server()
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_service):
+    """URL of the suite's own Redis, emptied first (a store for the login rate limit, as in production)."""
+    redis_service.client().flushdb()
+    return redis_service.url

@@ -1,5 +1,6 @@
 """Auth endpoints through the HTTP client: SPEC 3 token lifecycle, SPEC 4 rules 1-3, SPEC 5."""
 import hashlib
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -24,7 +25,7 @@ def stored_tokens(app):
 
 
 def test_register_returns_the_user_without_a_token_or_password(client):
-    body = register(client, email="Ada@Example.COM")
+    body = register(client, email=" Ada@Example.COM\t")
     assert body == {"id": body["id"], "email": "ada@example.com", "name": "Ada", "plan": "free",
                     "card": None, "subscription": None}
 
@@ -75,8 +76,8 @@ def test_unknown_email_and_wrong_password_answer_alike(client, user):
         "error": {"code": "invalid_credentials", "message": "The email or password is incorrect."}}
 
 
-def test_login_email_is_case_insensitive(client, user):
-    assert login(client, email=" ADA@example.com ".strip())["token_type"] == "Bearer"
+def test_login_email_is_case_insensitive_and_stripped(client, user):
+    assert login(client, email=" ADA@example.com ")["token_type"] == "Bearer"
 
 
 def test_me_requires_a_bearer_token(client):
@@ -103,13 +104,26 @@ def test_me_returns_the_current_user(client, user, auth_headers):
     assert client.get("/auth/me", headers=auth_headers).json == user
 
 
-def add_subscription(app, user_id, provider_id, status, created):
+def add_subscription(app, user_id, provider_id, status, created, price="price_000000000000000000000000"):
     with app.app_context():
         db.session.add(Subscription(
             user_id=user_id, provider_id=provider_id, provider_status=status,
-            provider_price="price_000000000000000000000000", quantity=1, provider_created_at=created,
+            provider_price=price, quantity=1, provider_created_at=created,
             provider_updated_at=created))
         db.session.commit()
+
+
+def test_a_price_missing_from_provider_plans_is_warned_about_once_per_request(app, client, user, auth_headers,
+                                                                                caplog):
+    add_subscription(app, user["id"], "sub_dashboard", "active", datetime(2026, 1, 1, tzinfo=UTC),
+                     price="price_from_the_dashboard")
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="app.billing.plans"):
+            me = client.get("/auth/me", headers=auth_headers).json
+        assert me["plan"] == me["subscription"]["plan"] == "price_from_the_dashboard"
+        assert [r.getMessage() for r in caplog.records if r.name == "app.billing.plans"] == [
+            "price price_from_the_dashboard is not in PROVIDER_PLANS; using the price id as the plan name"]
 
 
 def test_an_authenticated_read_is_one_statement_with_the_plan_from_every_subscription(app, client, user, auth_headers):

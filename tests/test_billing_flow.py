@@ -181,7 +181,9 @@ def test_unknown_price_is_refused(flow):
 def test_provider_outage_answers_503_and_changes_nothing(flow):
     flow.emulator.add_fault("/v1/", status=500, count=20)
     response = flow.client.post("/subscription/intent", json={"price": flow.prices["basic"]}, headers=flow.headers)
-    assert response.status_code == 503 and response.json["error"]["code"] == "provider_unavailable"
+    assert response.status_code == 503 and response.json["error"] == {
+        "code": "provider_unavailable",
+        "message": "The payment provider failed with an error (HTTP 500); try again shortly."}
     flow.emulator.clear_faults()
     with flow.app.app_context():
         assert db.session.scalars(select(Subscription)).all() == []
@@ -256,7 +258,7 @@ def test_sync_user_rebuilds_state_missed_by_webhooks(flow):
     assert f"{started['subscription']['id']}.provider_status: incomplete -> active" in changes
     assert flow.me()["plan"] == "basic" and flow.me()["card"] == {"brand": "visa", "last4": "4242"}
     again = runner.invoke(args=["sync-user", "--all"])
-    assert again.exit_code == 0 and "ada@example.com: unchanged" in again.output
+    assert again.exit_code == 0 and again.stdout == "ada@example.com: unchanged\n"  # no blank line in a file
 
 
 def test_sync_user_reports_every_field_it_changed(flow):
@@ -270,6 +272,12 @@ def test_sync_user_reports_every_field_it_changed(flow):
     assert result.exit_code == 0, result.output
     assert f"ada@example.com: {subscription_id}.cancel_at_period_end: False -> True; " \
            f"{subscription_id}.ends_at: - -> {ends_at.isoformat().replace('+00:00', 'Z')}" in result.output.splitlines()
+
+
+def test_sync_user_refuses_emails_with_all(flow):
+    result = flow.app.test_cli_runner().invoke(args=["sync-user", "ada@example.com", "--all"])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == "Error: name EMAIL_OR_IDs or pass --all, not both"
 
 
 def test_sync_user_names_unknown_users(flow):

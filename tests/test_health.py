@@ -24,8 +24,8 @@ def test_ready_checks_only_the_database_by_default(client):
     assert response.json == {"status": "ok", "checks": {"database": "ok"}}
 
 
-def test_ready_checks_the_rate_limit_store_and_the_smtp_server_when_configured(make_app, smtp_server):
-    app = make_app(RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379/15", MAIL_SERVER="127.0.0.1",
+def test_ready_checks_the_rate_limit_store_and_the_smtp_server_when_configured(make_app, smtp_server, redis_url):
+    app = make_app(RATELIMIT_STORAGE_URI=redis_url, MAIL_SERVER="127.0.0.1",
                    MAIL_PORT=smtp_server.port)
     response = app.test_client().get("/health/ready")
     assert response.status_code == 200
@@ -33,11 +33,12 @@ def test_ready_checks_the_rate_limit_store_and_the_smtp_server_when_configured(m
 
 
 @pytest.mark.parametrize("down", ["rate_limit_store", "smtp"])
-def test_ready_is_503_naming_the_part_that_is_down(make_app, smtp_server, down):
+def test_ready_is_503_naming_the_part_that_is_down(make_app, smtp_server, request, down):
     closed_port = free_port()  # nothing listens there
-    app = make_app(
-        RATELIMIT_STORAGE_URI=f"redis://127.0.0.1:{closed_port if down == 'rate_limit_store' else 6379}/15",
-        MAIL_SERVER="127.0.0.1", MAIL_PORT=closed_port if down == "smtp" else smtp_server.port)
+    # Redis is asked for only when it is to be up, so the SMTP case alone needs a redis-server.
+    store = f"redis://127.0.0.1:{closed_port}/0" if down == "rate_limit_store" else request.getfixturevalue("redis_url")
+    app = make_app(RATELIMIT_STORAGE_URI=store, MAIL_SERVER="127.0.0.1",
+                   MAIL_PORT=closed_port if down == "smtp" else smtp_server.port)
     client = app.test_client()
     response = client.get("/health/ready")
     assert response.status_code == 503

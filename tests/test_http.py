@@ -4,18 +4,15 @@ that is down. tests/reliability/test_http_surface.py repeats the bounds through 
 import io
 import logging
 import socket
-import subprocess
 import threading
 import time
-from contextlib import contextmanager
 
 import pytest
-import redis
 
 from app.http import MAX_HEADER_FIELD_SIZE, MAX_HEADER_SIZE, MAX_URL_LENGTH
 from app.rate_limit import STORE_TIMEOUT
 from tests.conftest import PASSWORD, bearer, login
-from tests.ports import free_port
+from tests.redis_server import RedisServer, require_redis_server
 from tests.test_errors import assert_error
 
 
@@ -99,28 +96,6 @@ def test_a_rate_limit_answer_carries_the_request_id_and_nosniff(make_app, user):
     assert len(response.headers["X-Request-ID"]) == 32 and response.headers["X-Content-Type-Options"] == "nosniff"
 
 
-@contextmanager
-def redis_server(port):
-    """A throwaway ``redis-server`` on ``port``, stopped when the block ends."""
-    process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    try:
-        client = redis.Redis(port=port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        yield
-    finally:
-        process.terminate()
-        process.wait(10)
-
-
 def test_a_rate_limit_store_that_never_answers_is_a_503_within_its_timeout(make_app, user):
     """A store that accepts connections and then says nothing (a hung Redis) is down after
     ``STORE_TIMEOUT`` seconds, not redis-py's default 5 s that held the worker."""
@@ -139,9 +114,10 @@ def test_a_rate_limit_store_that_never_answers_is_a_503_within_its_timeout(make_
     assert STORE_TIMEOUT * 0.9 <= elapsed < STORE_TIMEOUT * 5
 
 def test_login_while_the_rate_limit_store_is_down_is_503_and_each_outage_is_logged_once(make_app, user, caplog):
+    require_redis_server()
     # Nothing listens on the port at first: the connection is refused, as when Redis is down.
-    port = free_port()
-    client = make_app(RATELIMIT_STORAGE_URI=f"redis://127.0.0.1:{port}/0").test_client()
+    store = RedisServer()
+    client = make_app(RATELIMIT_STORAGE_URI=store.url).test_client()
 
     def attempts():
         return [client.post("/auth/login", json={"email": "ada@example.com", "password": PASSWORD})
@@ -159,7 +135,7 @@ def test_login_while_the_rate_limit_store_is_down_is_503_and_each_outage_is_logg
         (message,) = logged()
         assert "rate-limit store unreachable" in message and "Connection" in message
         assert client.get("/health").status_code == 200  # endpoints without a limit do not need the store
-        with redis_server(port):
+        with store:
             assert [response.status_code for response in attempts()] == [200, 200, 200]
             assert logged() == ["rate-limit store reachable again"]
         assert [response.status_code for response in attempts()] == [503, 503, 503]

@@ -32,6 +32,24 @@ def test_a_missing_payment_method_is_none_and_a_refused_price_is_unknown_price(p
         provider.create_subscription(customer, "price_forgotten", "subscription-1-0-price_forgotten")
 
 
+@pytest.mark.parametrize("status, said", [
+    (500, "The payment provider failed with an error (HTTP 500); try again shortly."),
+    (429, "The payment provider is limiting this service's requests; try again shortly."),
+])
+def test_a_provider_error_says_what_happened(provider, emulator, status, said):
+    emulator.add_fault("/v1/customers", status=status)
+    with pytest.raises(ProviderUnavailable) as caught:
+        provider.retrieve_customer("cus_any")
+    assert caught.value.status == 503 and caught.value.message == said
+
+
+def test_a_refused_api_key_is_named(emulator):
+    provider = StripeProvider(api_key="pk_live_wrong_kind", api_base=emulator.url, max_network_retries=0)
+    with pytest.raises(ProviderUnavailable) as caught:
+        provider.retrieve_customer("cus_any")
+    assert caught.value.message == "The payment provider refused this service's API key (PROVIDER_API_KEY)."
+
+
 class _RefusingProvider:
     """Knows the customer's default card, fails to make another one the default."""
 

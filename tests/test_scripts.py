@@ -2,17 +2,22 @@
 (scripts/bench.py), run as the Makefile runs them."""
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import requests
+import stripe
 
 from scripts.demo import Demo
-from scripts.dev import Stack
+from scripts.dev import API_KEY, Stack
 from tests.ports import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def offset(emulator_url):
@@ -35,8 +40,62 @@ def test_make_run_remembers_me_and_make_demo_leaves_the_clock_as_it_found_it(tmp
 
         requests.post(f"{env['EMULATOR_URL']}/_emulator/clock/advance", json={"seconds": 100}, timeout=10)
         Demo(env).run()
-        assert "Demo complete." in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "Demo complete." in out
+        assert re.search(r"next retry at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; pay at http", out), out
         assert offset(env["EMULATOR_URL"]) == 100
+
+
+def stack_in(folder, ports=None):
+    """``make run``'s stack with its instance files in ``folder``; ``ports`` (service, emulator, SMTP) to restart."""
+    port, emulator_port, smtp_port = ports or (free_port(), free_port(), free_port())
+    return Stack(port=port, emulator_port=emulator_port, database_url=f"sqlite:///{folder / 'app.db'}",
+                 smtp_port=smtp_port, maildir=folder / "mail", env_file=folder / "dev.env",
+                 state_file=folder / "emulator.json")
+
+
+def until(check, seconds=15):
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_a_restarted_make_run_keeps_subscribed_users_working(tmp_path):
+    stack = stack_in(tmp_path)
+    ports = (stack.port, stack.emulator_port, stack.smtp_port)
+    http = requests.Session()
+    with stack as env:
+        base, prices = env["SERVICE_URL"], {plan: price for price, plan in json.loads(env["PROVIDER_PLANS"]).items()}
+        body = {"email": "ada@example.com", "password": "correct horse"}
+        assert http.post(f"{base}/auth/register", json=body, timeout=10).status_code == 201
+        http.headers["Authorization"] = "Bearer " + http.post(f"{base}/auth/login", json=body,
+                                                              timeout=10).json()["access_token"]
+        intent = http.post(f"{base}/subscription/intent", json={"price": prices["basic"]}, timeout=30).json()
+        provider = stripe.StripeClient(API_KEY, base_addresses={"api": env["EMULATOR_URL"]})
+        provider.v1.payment_intents.confirm(intent["client_secret"].split("_secret_")[0],
+                                            params={"payment_method": "pm_card_visa"})
+        until(lambda: http.get(f"{base}/auth/me", timeout=10).json()["plan"] == "basic")
+    with stack_in(tmp_path, ports) as env:
+        assert json.loads(env["PROVIDER_PLANS"]) == {price: plan for plan, price in prices.items()}
+        assert http.get(f"{base}/auth/me", timeout=10).json()["plan"] == "basic"
+        again = http.post(f"{base}/subscription/intent", json={"price": prices["basic"]}, timeout=30)
+        assert again.status_code == 409 and again.json()["error"]["code"] == "already_subscribed"
+        assert http.post(f"{base}/subscription/portal", json={}, timeout=30).status_code == 200
+        # The README's `set -a; . instance/dev.env; set +a`, then the command.
+        dev_env = dict(line.split("=", 1) for line in (tmp_path / "dev.env").read_text().splitlines())
+        flask_env = {**os.environ, **{name: value.strip("'") for name, value in dev_env.items()},
+                     "DATABASE_URL": f"sqlite:///{tmp_path / 'app.db'}"}
+        synced = subprocess.run([sys.executable, "-m", "flask", "sync-user", "ada@example.com"], cwd=ROOT,
+                                env=flask_env, capture_output=True, text=True, timeout=60)
+        assert synced.returncode == 0 and synced.stdout == "ada@example.com: unchanged\n", synced.stderr
+
+
+def test_make_run_says_which_process_died_and_how(tmp_path):
+    stack = stack_in(tmp_path)
+    with stack:
+        stack.processes["the delivery worker (flask deliver-notifications)"].kill()
+        assert stack.wait() == "the delivery worker (flask deliver-notifications) was killed by SIGKILL"
 
 
 class FailingDemo(Demo):

@@ -103,5 +103,26 @@ def test_gunicorn_warns_once_about_memory_storage_with_several_workers(tmp_path)
 def test_gunicorn_with_one_worker_or_a_shared_store_does_not_warn(tmp_path):
     env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET)
     assert "RATELIMIT_STORAGE_URI" not in _serve_and_stop(tmp_path, env, workers=1)
-    shared = {**env, "RATELIMIT_STORAGE_URI": "redis://127.0.0.1:6379/15"}
+    # A shared store, named only: starting and answering /health never connect to it.
+    shared = {**env, "RATELIMIT_STORAGE_URI": f"redis://127.0.0.1:{free_port()}/0"}
     assert "RATELIMIT_STORAGE_URI" not in _serve_and_stop(tmp_path, shared, workers=2)
+
+
+def test_a_metrics_folder_that_does_not_exist_is_made(tmp_path):
+    folder = tmp_path / "not" / "yet" / "metrics"
+    upgrade = run([*FLASK, "db", "upgrade"], environ(tmp_path, PROMETHEUS_MULTIPROC_DIR=str(folder)))
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert folder.is_dir()
+
+
+def test_a_metrics_folder_that_cannot_be_made_is_one_line_naming_the_variable(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    env = environ(tmp_path, PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "a-file" / "metrics"),
+                  PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET, LOG_FORMAT="json")
+    line = f"Error: PROMETHEUS_MULTIPROC_DIR '{tmp_path / 'a-file' / 'metrics'}' cannot be created: Not a directory"
+    upgrade = run([*FLASK, "db", "upgrade"], env)
+    assert upgrade.returncode == 1 and upgrade.stderr.splitlines() == [line]
+    # gunicorn's master meets it loading the JSON logger class, before any worker starts.
+    process, _, log = gunicorn(tmp_path, env, workers=2)
+    assert process.wait(30) == 1
+    assert log.read_text().splitlines() == [line]

@@ -263,6 +263,7 @@ def test_another_users_token_id_is_404_not_403(client, auth_headers):
 def test_a_path_id_that_is_no_token_id_is_422_naming_it(client, auth_headers, token_id):
     response = client.delete(f"/auth/tokens/{token_id}", headers=auth_headers)
     assert response.status_code == 422
+    assert response.json["error"]["message"] == "The path parameters are not valid: token_id."
     assert list(response.json["error"]["details"]) == ["token_id"]
 
 

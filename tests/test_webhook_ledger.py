@@ -159,14 +159,19 @@ def test_replay_failed_reports_each_event_and_exits_non_zero_while_they_still_fa
 
 
 @pytest.mark.parametrize("args, message", [
-    (["evt_unknown"], "no failed event evt_unknown"),
-    ([], "name EVENT_IDs or pass --failed"),
-    (["evt_x", "--failed"], "name EVENT_IDs or pass --failed"),
+    (["evt_unknown"], "Error: Invalid value for EVENT_ID: no failed event evt_unknown"),
+    ([], "Error: name at least one EVENT_ID, or pass --failed"),
+    (["evt_x", "--failed"], "Error: name EVENT_IDs or pass --failed, not both"),
 ])
 def test_webhook_replay_refuses_bad_arguments_in_one_line(runner, args, message):
     result = runner.invoke(args=["webhook-replay", *args])
-    assert result.exit_code == 2 and message in result.output
+    assert result.exit_code == 2 and result.output.splitlines()[-1] == message
     assert "Traceback" not in result.output
+
+
+def test_webhook_replay_failed_with_nothing_failing_says_so(runner):
+    result = runner.invoke(args=["webhook-replay", "--failed"])
+    assert result.exit_code == 0 and result.output == "no failed events to replay\n"
 
 
 def _luhn_valid(digits):

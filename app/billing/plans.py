@@ -1,7 +1,7 @@
 """Which plan a user is entitled to, computed from their stored subscriptions (SPEC 6 listener rule 1)."""
 import logging
 
-from flask import current_app
+from flask import current_app, g
 
 from app.timeutil import utcnow
 
@@ -12,12 +12,17 @@ def plan_for_price(price):
     """Return the plan name of a provider price through ``PROVIDER_PLANS``.
 
     A price the service does not know (say, one added in the provider's dashboard) is shown as its
-    own id, with a warning, rather than silently downgrading a paying user to the free plan.
+    own id, with a warning, rather than silently downgrading a paying user to the free plan. The
+    warning is logged once per price and app context (a request, a command).
     """
     plans = current_app.config["PROVIDER_PLANS"]
     if price in plans:
         return plans[price]
-    log.warning("price %s is not in PROVIDER_PLANS; using the price id as the plan name", price)
+    # One answer resolves a price more than once (the user's plan, then their subscription's).
+    warned = g.setdefault("unmapped_prices_warned", set())
+    if price not in warned:
+        warned.add(price)
+        log.warning("price %s is not in PROVIDER_PLANS; using the price id as the plan name", price)
     return price
 
 

@@ -10,6 +10,7 @@ import logging
 import time
 from contextlib import contextmanager
 
+import requests
 import stripe
 
 from app import jsonbody
@@ -37,6 +38,18 @@ def _signed_at(signature_header):
     return int(next(item[1] for item in items if item[0] == "t"))
 
 
+def _unavailable(exc):
+    """Return the ``ProviderUnavailable`` that says what happened: no answer in time, no connection, a 5xx..."""
+    if isinstance(exc, stripe.RateLimitError):
+        return ProviderUnavailable.rate_limited()
+    if isinstance(exc, stripe.AuthenticationError):
+        return ProviderUnavailable.key_refused()
+    if isinstance(exc, stripe.APIError):
+        return ProviderUnavailable.server_error(exc.http_status)
+    # An APIConnectionError: the SDK raises it from the HTTP library's own exception.
+    return ProviderUnavailable() if isinstance(exc.__cause__, requests.Timeout) else ProviderUnavailable.unreachable()
+
+
 @contextmanager
 def _provider_call(what):
     """Map the SDK's errors onto the error tree: ``ProviderUnavailable`` or ``ProviderRejected``."""
@@ -44,7 +57,7 @@ def _provider_call(what):
         yield
     except (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError, stripe.AuthenticationError) as exc:
         log.warning("provider call failed: %s: %s", what, _one_line(exc))
-        raise ProviderUnavailable() from exc
+        raise _unavailable(exc) from exc
     except stripe.StripeError as exc:
         # InvalidRequestError and the other 4xx: retrying the same request cannot help.
         log.warning("provider refused a request: %s: %s", what, _one_line(exc))

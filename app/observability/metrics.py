@@ -1,10 +1,11 @@
 """Every Prometheus metric of the service, and the small functions the features call to record one.
 
 Names, units and labels follow Prometheus' naming practices (base units, ``_total`` counters). Under
-gunicorn, ``PROMETHEUS_MULTIPROC_DIR`` (set by ``gunicorn.conf.py`` before the app is imported) puts
-each process's values in files there, and a scrape adds them up (``prometheus_client`` multiprocess
-mode); without it, the values live in this process. A CLI command run with the service's
-``PROMETHEUS_MULTIPROC_DIR`` (``flask reconcile`` from cron) adds to the same totals.
+gunicorn, ``PROMETHEUS_MULTIPROC_DIR`` (set by ``gunicorn.conf.py`` before the app is imported, and
+made here when missing) puts each process's values in files there, and a scrape adds them up
+(``prometheus_client`` multiprocess mode); without it, the values live in this process. A CLI
+command run with the service's ``PROMETHEUS_MULTIPROC_DIR`` (``flask reconcile`` from cron) adds
+to the same totals.
 """
 import os
 
@@ -18,6 +19,23 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+
+
+def _make_multiprocess_directory():
+    # prometheus_client opens a file in PROMETHEUS_MULTIPROC_DIR for each metric defined below, so a
+    # folder that does not exist yet (the image's /tmp/metrics in a fresh container) is made first.
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        return
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        # This runs while the app is imported, before any command or gunicorn could turn an
+        # exception into one line: SystemExit is the one that reaches them all as a line, not a traceback.
+        raise SystemExit(f"Error: PROMETHEUS_MULTIPROC_DIR {directory!r} cannot be created: {exc.strerror}") from None
+
+
+_make_multiprocess_directory()
 
 # Every outcome of one webhook delivery: the first five from the ledger and the writers, ``rejected``
 # for a delivery refused with 400 (bad signature or payload: its type is unverified, so ``unknown``).

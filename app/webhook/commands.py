@@ -60,17 +60,28 @@ def _replay(payload):
     return outcome
 
 
+def _replay_ids(event_ids, every_open):
+    """Return the ids to replay: those named, or with ``--failed`` every open one; refuse neither and both."""
+    if event_ids and every_open:
+        raise click.UsageError("name EVENT_IDs or pass --failed, not both")
+    if not event_ids and not every_open:
+        raise click.UsageError("name at least one EVENT_ID, or pass --failed")
+    if event_ids:
+        return event_ids
+    # In the order they first failed, the nearest to the order the provider sent them in.
+    return [r.id for r in sorted(failures.failed_events(), key=lambda r: (r.first_failed_at, r.id))]
+
+
 @click.command("webhook-replay", cls=ServiceCommand)
 @click.argument("event_ids", nargs=-1, metavar="EVENT_ID...")
 @click.option("--failed", "every_open", is_flag=True, help="Every event still failing.")
 @with_appcontext
 def webhook_replay_command(event_ids, every_open):
     """Process stored payloads of failed events again, through the delivery path."""
-    if bool(event_ids) == every_open:
-        raise click.UsageError("name EVENT_IDs or pass --failed, not both")
-    if every_open:
-        # In the order they first failed, the nearest to the order the provider sent them in.
-        event_ids = [r.id for r in sorted(failures.failed_events(), key=lambda r: (r.first_failed_at, r.id))]
+    event_ids = _replay_ids(event_ids, every_open)
+    if not event_ids:
+        click.echo("no failed events to replay")
+        return
     payloads = {event_id: db.session.scalar(select(FailedWebhookEvent.payload).where(
         FailedWebhookEvent.id == event_id)) for event_id in event_ids}
     unknown = [event_id for event_id, payload in payloads.items() if payload is None]

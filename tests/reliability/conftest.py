@@ -4,7 +4,8 @@
 PostgreSQL of ``TEST_DATABASE_URL``) and the in-process emulator as its provider. ``tally`` counts
 what the suite did (events delivered, duplicates, reorderings, faults, inputs, lost updates); at the
 end of the session the counts are appended to ``bench-results/reliability.json``, which
-``scripts/reliability_report.py`` prints for the README.
+``scripts/reliability_report.py`` prints for the README. A run says whether it was the whole suite
+(``make test``, ``pytest tests/reliability``) or a selection, and which arguments pytest had.
 """
 import json
 import os
@@ -17,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import redis
 
 from tests.conftest import BASE_CONFIG, WEBHOOK_SECRET
 from tests.ports import free_port
@@ -29,6 +29,8 @@ KEPT_RUNS = 50
 
 _OUTCOMES = Counter()
 _STARTED = time.monotonic()
+# Node ids of the reliability tests: selected by this session, run (any report), deselected (-k, -m, ...).
+_SELECTED, _REPORTED, _DESELECTED = set(), set(), set()
 
 
 @pytest.fixture
@@ -36,9 +38,31 @@ def tally():
     return TALLY
 
 
+def _reliability(nodeid):
+    return "tests/reliability/" in nodeid.replace(os.sep, "/")
+
+
+def pytest_collection_finish(session):
+    _SELECTED.update(item.nodeid for item in session.items if _reliability(item.nodeid))
+
+
+def pytest_deselected(items):
+    _DESELECTED.update(item.nodeid for item in items if _reliability(item.nodeid))
+
+
 def pytest_runtest_logreport(report):
-    if "tests/reliability/" in report.nodeid.replace(os.sep, "/") and report.when == "call":
-        _OUTCOMES[report.outcome] += 1
+    if _reliability(report.nodeid):
+        _REPORTED.add(report.nodeid)
+        if report.when == "call":
+            _OUTCOMES[report.outcome] += 1
+
+
+def whole_suite(config):
+    """Whether this session ran every reliability test: the folder (or one above it) was named as a
+    whole, none was deselected, and each selected one ran (no ``-x`` stop, no interruption)."""
+    here = Path(__file__).resolve().parent
+    named = [Path(config.invocation_params.dir, arg).resolve() for arg in config.args if "::" not in arg]
+    return any(here.is_relative_to(path) for path in named) and not _DESELECTED and _SELECTED <= _REPORTED
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -50,6 +74,8 @@ def pytest_sessionfinish(session, exitstatus):
         "database": url.split(":", 1)[0].split("+", 1)[0],
         "seconds": round(time.monotonic() - _STARTED, 1),
         "tests": dict(_OUTCOMES),
+        "whole_suite": whole_suite(session.config),
+        "selection": " ".join(session.config.invocation_params.args),
         "counts": dict(sorted(TALLY.items())),
     }
     runs = []
@@ -63,22 +89,17 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture
-def shared_limits():
-    """A Redis database of the local server for the login rate limit, emptied first (production's set-up)."""
-    url = "redis://127.0.0.1:6379/15"
-    redis.Redis.from_url(url).flushdb()
-    return url
-
-
-@pytest.fixture
 def gunicorn(make_app, database_url, emulator, request, tmp_path):
     """Start gunicorn on the test database and the emulator; yield a ``Gunicorn``; stop it afterwards.
 
     ``make_app`` is used first so that the emulator is reset before and the tables are emptied
-    after the test. Prices made by the ``prices`` fixture are mapped in ``PROVIDER_PLANS``.
+    after the test. Prices made by the ``prices`` fixture are mapped in ``PROVIDER_PLANS``; with the
+    ``redis_url`` fixture, the workers share the login rate limit through the suite's own Redis.
     """
     make_app()
-    extra_env = getattr(request, "param", {})  # indirect parametrisation adds settings
+    extra_env = dict(getattr(request, "param", {}))  # indirect parametrisation adds settings
+    if "redis_url" in request.fixturenames:
+        extra_env["RATELIMIT_STORAGE_URI"] = request.getfixturevalue("redis_url")
     plans = dict(BASE_CONFIG["PROVIDER_PLANS"])
     if "prices" in request.fixturenames:
         plans.update({price: plan for plan, price in request.getfixturevalue("prices").items()})

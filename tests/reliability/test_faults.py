@@ -227,6 +227,10 @@ def _attempt(url, event):
         return None
 
 
+# What the 503 says happened: a provider that fails slower than PROVIDER_TIMEOUT has not answered in time.
+SAID = {"slow": "did not answer in time", "down": "did not answer in time", "unreachable": "could not be reached"}
+
+
 @pytest.mark.parametrize("fault", ["slow", "down", "unreachable"])
 def test_provider_down_or_slow_during_intent_and_sync_answers_503_in_bounded_time(
         make_app, emulator, prices, fault, tally):
@@ -259,6 +263,7 @@ def test_provider_down_or_slow_during_intent_and_sync_answers_503_in_bounded_tim
         tally["faults_injected"] += 1
         tally["provider_fault_max_ms"] = max(tally["provider_fault_max_ms"], round(elapsed * 1000))
         assert response.status_code == 503 and response.json["error"]["code"] == "provider_unavailable"
+        assert SAID[fault] in response.json["error"]["message"]
         assert elapsed < bound, f"{fault}: {elapsed:.1f} s"
 
     started = time.monotonic()

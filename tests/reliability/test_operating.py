@@ -112,8 +112,9 @@ def dockerfile():
     return env, copied, cmd
 
 
-def test_the_image_files_and_command_serve(database_url, make_app, tmp_path):
-    # No Docker engine on this machine: what the image holds is copied here, and its command run
+@pytest.mark.parametrize("metrics", [True, False], ids=["metrics", "no-metrics"])
+def test_the_image_files_and_command_serve(database_url, make_app, tmp_path, metrics):
+    # No Docker engine on this machine: what the image holds is copied here, and its commands run
     # with its environment (the installed packages are this virtualenv's, the same pinned set).
     make_app()
     env, copied, cmd = dockerfile()
@@ -123,18 +124,26 @@ def test_the_image_files_and_command_serve(database_url, make_app, tmp_path):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, image / name)
     port = free_port()
-    env.update(BIND=f"127.0.0.1:{port}", PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"), WEB_CONCURRENCY="2",
-               DATABASE_URL=database_url, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET, METRICS_ENABLED="1")
+    # The image's metrics folder, as in a fresh container: named, not made.
+    assert env["PROMETHEUS_MULTIPROC_DIR"].startswith("/tmp/")
+    env.update(BIND=f"127.0.0.1:{port}", PROMETHEUS_MULTIPROC_DIR=str(tmp_path / env["PROMETHEUS_MULTIPROC_DIR"][1:]),
+               WEB_CONCURRENCY="2", DATABASE_URL=database_url, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET,
+               **({"METRICS_ENABLED": "1"} if metrics else {}))
+    env = {"PATH": os.environ["PATH"], **env}
+    # The Dockerfile header's first command.
+    upgrade = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=image, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert upgrade.returncode == 0, upgrade.stderr[-3000:]
     assert cmd[:3] == ["gunicorn", "-c", "gunicorn.conf.py"]
     log = tmp_path / "gunicorn.log"
     with log.open("wb") as out:
         process = subprocess.Popen([sys.executable, "-m", *cmd], cwd=image, stdout=out, stderr=subprocess.STDOUT,
-                                   env={"PATH": os.environ["PATH"], **env})
+                                   env=env)
     server = Gunicorn(f"http://127.0.0.1:{port}", process, log)
     try:
         server.wait_healthy(workers=2)
         assert server.get("/health/ready").json()["status"] == "ok"
-        assert server.get("/metrics").status_code == 200
+        assert server.get("/metrics").status_code == (200 if metrics else 404)
         assert json.loads(log.read_text().splitlines()[0])["logger"] == "gunicorn.error"  # LOG_FORMAT=json
     finally:
         process.send_signal(signal.SIGTERM)

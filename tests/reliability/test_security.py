@@ -146,8 +146,7 @@ def test_brute_force_on_login_gets_429_through_gunicorn(gunicorn):
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
 
 
-@pytest.mark.parametrize("gunicorn", [{"RATELIMIT_STORAGE_URI": "redis://127.0.0.1:6379/15"}], indirect=True)
-def test_a_shared_limit_store_holds_brute_force_to_the_configured_limit(shared_limits, gunicorn):
+def test_a_shared_limit_store_holds_brute_force_to_the_configured_limit(redis_url, gunicorn):
     """With Redis as ``RATELIMIT_STORAGE_URI`` (the README's production set-up) the four workers
     share one count: exactly ten guesses a minute, then 429."""
     assert gunicorn.post("/auth/register", json={"email": "ada@example.com", "password": PASSWORD}).status_code == 201
