@@ -91,14 +91,6 @@ class AlreadySubscribed(Conflict):
                    "instead of starting another subscription.", details={"status": status})
 
 
-
-
-
-
-
-
-
-
 class TooManyTokens(Conflict):
     code = "too_many_tokens"
 
@@ -120,10 +112,6 @@ class UnknownPrice(AppError):
     @classmethod
     def for_price(cls, price):
         return cls(f"Price {price!r} is not offered by this service.", details={"price": price})
-
-
-
-
 
 
 class InvalidJson(AppError):
