@@ -94,9 +94,11 @@ class AlreadySubscribed(Conflict):
     message = "The user already has an active subscription."
 
     @classmethod
-    def payment_failed(cls, status):
-        return cls(f"The user's subscription is {status}: update the payment method in the billing portal "
-                   "instead of starting another subscription.", details={"status": status})
+    def needs_card(cls, status):
+        """The user's subscription is in dunning or paused (a trial ended without a card)."""
+        return cls(f"The user's subscription is {status}: add a card with POST /subscription/payment-method "
+                   "(or in the billing portal) to pay or resume it instead of starting another subscription.",
+                   details={"status": status})
 
 
 class NotSubscribed(Conflict):
@@ -162,6 +164,18 @@ class UnknownPrice(AppError):
     @classmethod
     def for_price(cls, price):
         return cls(f"Price {price!r} is not offered by this service.", details={"price": price})
+
+
+class InvalidCursor(AppError):
+    """422 ``validation_error``: ``starting_after`` names no item of the list being paged."""
+
+    status = 422
+    code = "validation_error"
+
+    @classmethod
+    def for_id(cls, starting_after):
+        message = f"No item {starting_after!r} in this list to start after."
+        return cls("The query parameters are not valid.", details={"starting_after": [message]})
 
 
 class InvalidIdempotencyKey(AppError):
