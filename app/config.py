@@ -132,11 +132,14 @@ DEFAULTS = {
     "NOTIFY_MAX_ATTEMPTS": "8",
     "NOTIFY_RETRY_DELAY": "60",
     "PROVIDER_PRORATION": "create_prorations",
+    "PROVIDER_TRIAL_DAYS": "0",
 }
 
 LIVEMODES = ("live", "test", "any")
 # Stripe's proration_behavior values (CONTRACT "Additions (third round)").
 PRORATIONS = ("create_prorations", "none", "always_invoice")
+# Stripe refuses a longer trial_period_days.
+MAX_TRIAL_DAYS = 730
 
 
 def validate(config):
@@ -163,6 +166,7 @@ def validate(config):
         "MAIL_PORT",
         "NOTIFY_MAX_ATTEMPTS",
         "NOTIFY_RETRY_DELAY",
+        "PROVIDER_TRIAL_DAYS",
     ):
         value = _int_or_none(name, config[name])
         if value is None:
@@ -174,6 +178,9 @@ def validate(config):
     config["LOG_FORMAT"] = str(config["LOG_FORMAT"]).strip().lower()
     if config["LOG_FORMAT"] not in ("text", "json"):
         raise ConfigError(f"LOG_FORMAT must be text or json, got {config['LOG_FORMAT']!r}")
+    if config["PROVIDER_TRIAL_DAYS"] > MAX_TRIAL_DAYS:
+        raise ConfigError(f"PROVIDER_TRIAL_DAYS must be at most {MAX_TRIAL_DAYS} (Stripe's longest trial), "
+                          f"got {config['PROVIDER_TRIAL_DAYS']}")
     if config["AUTH_MAX_TOKENS_PER_USER"] < 1:
         raise ConfigError("AUTH_MAX_TOKENS_PER_USER must be at least 1: a user needs a token to log in")
     if not str(config.get("FREE_PLAN") or "").strip():

@@ -86,9 +86,11 @@ class AlreadySubscribed(Conflict):
     message = "The user already has an active subscription."
 
     @classmethod
-    def payment_failed(cls, status):
-        return cls(f"The user's subscription is {status}: update the payment method in the billing portal "
-                   "instead of starting another subscription.", details={"status": status})
+    def needs_card(cls, status):
+        """The user's subscription is in dunning or paused (a trial ended without a card)."""
+        return cls(f"The user's subscription is {status}: add a card with POST /subscription/payment-method "
+                   "(or in the billing portal) to pay or resume it instead of starting another subscription.",
+                   details={"status": status})
 
 
 class TooManyTokens(Conflict):

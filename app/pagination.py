@@ -1,9 +1,22 @@
 """Newest-first pages of a user's rows, as Stripe's lists do: ``limit`` and ``starting_after`` (an id)."""
 from marshmallow import Schema, fields, validate
 
+from app.errors import AppError
 from app.extensions import db
 
 MAX_ID = 2**63 - 1
+
+
+class InvalidCursor(AppError):
+    """422 ``validation_error``: ``starting_after`` names no item of the list being paged."""
+
+    status = 422
+    code = "validation_error"
+
+    @classmethod
+    def for_id(cls, starting_after):
+        message = f"No item {starting_after!r} in this list to start after."
+        return cls("The query parameters are not valid.", details={"starting_after": [message]})
 
 
 class PageQuerySchema(Schema):

@@ -1,4 +1,4 @@
-"""How users and subscriptions are shown (CONTRACT "Resources as JSON"), for every blueprint that shows them.
+"""How users, subscriptions and invoices are shown (CONTRACT "Resources as JSON"), for every blueprint that shows them.
 
 ``auth`` (``/auth/me``, register) and ``subscription`` both import from here, so neither reaches into
 the other's package for the shape of a resource. Plans come from ``app.billing.plans``.
@@ -7,7 +7,7 @@ from marshmallow import Schema, fields
 
 from app.billing import plans
 from app.fields import Timestamp
-from app.timeutil import utcnow
+from app.timeutil import from_timestamp, utcnow
 
 
 class SubscriptionSchema(Schema):
@@ -21,6 +21,24 @@ class SubscriptionSchema(Schema):
     on_grace_period = fields.Boolean(required=True)
     quantity = fields.Integer(allow_none=True, required=True, metadata={"description": "Seats"})
     trial_end = Timestamp(allow_none=True, required=True)
+
+
+class InvoiceSchema(Schema):
+    """CONTRACT "Invoice": Stripe's invoice, money in minor units of ``currency`` as Stripe computed it."""
+
+    id = fields.String(allow_none=True, required=True, metadata={"description": "Provider invoice id"})
+    number = fields.String(allow_none=True, required=True, metadata={"description": "Null until finalized"})
+    status = fields.String(allow_none=True, required=True,
+                           metadata={"description": "Provider status: draft, open, paid, uncollectible or void"})
+    amount_due = fields.Integer(required=True, metadata={"description": "Minor units of currency"})
+    amount_paid = fields.Integer(required=True, metadata={"description": "Minor units of currency"})
+    currency = fields.String(required=True, metadata={"description": "ISO 4217, lower case (Stripe's)"})
+    created = Timestamp(allow_none=True, required=True)
+    period_start = Timestamp(allow_none=True, required=True)
+    period_end = Timestamp(allow_none=True, required=True)
+    hosted_invoice_url = fields.String(allow_none=True, required=True,
+                                       metadata={"description": "Stripe's page where the invoice is seen and paid"})
+    invoice_pdf = fields.String(allow_none=True, required=True)
 
 
 class CardSchema(Schema):
@@ -53,6 +71,18 @@ def present_subscription(subscription, now=None):
         "on_grace_period": subscription.on_grace_period(now),
         "quantity": subscription.quantity,
         "trial_end": subscription.trial_ends_at,
+    }
+
+
+def present_invoice(invoice):
+    """Return the CONTRACT "Invoice" resource of a Stripe invoice (a dict, Unix times) for ``InvoiceSchema``."""
+    return {
+        "id": invoice.get("id"), "number": invoice.get("number"), "status": invoice.get("status"),
+        "amount_due": invoice.get("amount_due"), "amount_paid": invoice.get("amount_paid"),
+        "currency": invoice.get("currency"), "created": from_timestamp(invoice.get("created")),
+        "period_start": from_timestamp(invoice.get("period_start")),
+        "period_end": from_timestamp(invoice.get("period_end")),
+        "hosted_invoice_url": invoice.get("hosted_invoice_url"), "invoice_pdf": invoice.get("invoice_pdf"),
     }
 
 

@@ -71,30 +71,55 @@ class Demo:
     def kinds(self):
         return [n["kind"] for n in self.notifications()]
 
+    def advance_to(self, timestamp):
+        """Move the emulator's clock to just past ``timestamp`` (Unix seconds): what falls due happens."""
+        now = requests.get(f"{self.emulator}/_emulator/clock", timeout=30).json()["now"]
+        requests.post(f"{self.emulator}/_emulator/clock/advance", json={"seconds": timestamp - now + 60}, timeout=30)
+
+    def trial(self):
+        """The first subscription is a free trial whose card is saved up front, then charged when it ends."""
+        self.step("Start a subscription to the basic price: the first one is a 14-day free trial")
+        intent = self.call("POST", "/subscription/intent", 201, json={"price": self.prices["basic"]})
+        subscription_id = intent["subscription"]["id"]
+        self.step("Save the card for after the trial with the SetupIntent's secret, as Stripe.js confirmSetup "
+                  "would (card 4242)")
+        saved = self.stripe.v1.setup_intents.confirm(intent["client_secret"].split("_secret_")[0],
+                                                     params={"payment_method": "pm_card_visa"})
+        print(f"    setup intent {saved.id}: {saved.status}")
+        self.step("Stripe's signed webhooks arrive: trial_started; the plan is basic during the trial")
+        self.until("plan is basic and the card is on the profile", lambda: self.me()["plan"] == "basic"
+                   and self.me()["card"] is not None and "trial_started" in self.kinds())
+        self.call("GET", "/auth/me", 200)
+        self.step("The next invoice: the first charge, when the trial ends")
+        upcoming = self.call("GET", "/subscription/invoices/upcoming", 200)
+        print(f"    due then: {upcoming['amount_due'] / 100:.2f} {upcoming['currency'].upper()}")
+        self.step("Two weeks pass at the provider: the trial ends and Stripe charges the saved card")
+        self.advance_to(self.stripe.v1.subscriptions.retrieve(subscription_id).trial_end)
+        self.until("the subscription is active", lambda: self.me()["subscription"]["status"] == "active")
+        return subscription_id
+
     def dunning(self, subscription_id):
-        """A failed renewal, past due, then recovery with a good card on Stripe's hosted invoice page."""
+        """A failed renewal, past due, then recovery: a new card from the card form pays the open invoice."""
         self.step("The card on file is replaced by one that cannot be charged (4000 0000 0000 0341)")
         self.stripe.v1.subscriptions.update(subscription_id,
                                             params={"default_payment_method": "pm_card_chargeCustomerFail"})
         self.step("A month passes at the provider: the renewal fails and the subscription is past due")
-        period_end = self.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].current_period_end
-        now = requests.get(f"{self.emulator}/_emulator/clock", timeout=30).json()["now"]
-        requests.post(f"{self.emulator}/_emulator/clock/advance", json={"seconds": period_end - now + 60}, timeout=30)
+        self.advance_to(self.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].current_period_end)
         self.until("payment_failed and past_due notifications",
                    lambda: {"payment_failed", "past_due"} <= set(self.kinds()))
         self.call("GET", "/subscription", 200)
-        failed = next(n for n in self.notifications() if n["kind"] == "payment_failed")
-        data = failed["data"]
+        data = next(n for n in self.notifications() if n["kind"] == "payment_failed")["data"]
         retry = data["next_payment_attempt"]  # Unix seconds, as Stripe gives them
         when = isoformat_z(datetime.fromtimestamp(retry, UTC)) if retry else "none scheduled"
-        print(f"    next retry at {when}; pay at {data['hosted_invoice_url']}")
-        self.step("The user pays the open invoice with a good card on the hosted invoice page (card 4242)")
-        paid = requests.post(failed["data"]["hosted_invoice_url"] + "/pay", data={"payment_method": "pm_card_visa"},
-                             timeout=30)
-        print(f"    hosted invoice page -> {paid.status_code}")
+        print(f"    next retry at {when}; or pay at {data['hosted_invoice_url']}")
+        self.step("The user changes the card with the card form (a SetupIntent), confirmed with card 5555 ... 4444")
+        form = self.call("POST", "/subscription/payment-method", 201, headers={"Idempotency-Key": str(uuid.uuid4())})
+        self.stripe.v1.setup_intents.confirm(form["client_secret"].split("_secret_")[0],
+                                             params={"payment_method": "pm_card_mastercard"})
+        self.step("setup_intent.succeeded: the card becomes the default and pays the open invoice at once")
         self.until("payment_recovered and the plan is basic again",
                    lambda: "payment_recovered" in self.kinds() and self.me()["plan"] == "basic")
-        self.call("GET", "/subscription", 200)
+        self.call("GET", "/auth/me", 200)
 
     def manage(self, subscription_id):
         """Change the subscription from the app: each change is Stripe's answer, never the request's."""
@@ -146,19 +171,12 @@ class Demo:
         self.http.headers["Authorization"] = f"Bearer {token['access_token']}"
         self.step("Who am I? Free plan, no card yet")
         self.call("GET", "/auth/me", 200)
-        self.step("Start a subscription to the basic price: incomplete until paid")
-        intent = self.call("POST", "/subscription/intent", 201, json={"price": self.prices["basic"]})
-        subscription_id = intent["subscription"]["id"]
-        self.step("Pay with the client secret, as Stripe.js would in the browser (card 4242)")
-        payment_intent = intent["client_secret"].split("_secret_")[0]
-        paid = self.stripe.v1.payment_intents.confirm(payment_intent, params={"payment_method": "pm_card_visa"})
-        print(f"    payment intent {paid.id}: {paid.status}")
-        self.step("Stripe's signed webhooks arrive; CommitPlan and CommitPaymentMethod do their work")
-        self.until("plan is basic and the card is on the profile", lambda: self.me()["plan"] == "basic"
-                   and self.me()["card"] is not None)
-        self.call("GET", "/auth/me", 200)
+        subscription_id = self.trial()
         self.dunning(subscription_id)
         self.manage(subscription_id)
+        self.step("Billing history: the invoices as Stripe has them, newest first, two a page")
+        page = self.call("GET", "/subscription/invoices?limit=2", 200)
+        self.call("GET", f"/subscription/invoices?limit=2&starting_after={page['data'][-1]['id']}", 200)
         self.step("Cancel at period end in the billing portal")
         portal = self.call("POST", "/subscription/portal", 200, json={})
         form = requests.post(f"{portal['url']}/subscriptions/{subscription_id}/cancel_at_period_end", timeout=30)

@@ -205,7 +205,13 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 @pytest.fixture
-def live(make_app, stripe_client):
+def live_config():
+    """Extra config of the ``live`` app; a test module overrides this fixture to set its own."""
+    return {}
+
+
+@pytest.fixture
+def live(make_app, stripe_client, live_config):
     """The service over real HTTP, registered at the emulator as its webhook endpoint.
 
     Yields ``(app, base_url)``. The app's webhook secret is the one the emulator issued.
@@ -216,7 +222,7 @@ def live(make_app, stripe_client):
     base_url = f"http://127.0.0.1:{server.server_port}"
     endpoint = stripe_client.v1.webhook_endpoints.create(
         params={"url": f"{base_url}/provider/webhook", "enabled_events": list(REQUIRED_EVENT_TYPES)})
-    holder["app"] = make_app(PROVIDER_WEBHOOK_SECRET=endpoint.secret)
+    holder["app"] = make_app(PROVIDER_WEBHOOK_SECRET=endpoint.secret, **live_config)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield holder["app"], base_url

@@ -21,6 +21,9 @@ from tests.conftest import BASE_CONFIG
     ({"AUTH_MAX_TOKENS_PER_USER": "many"}, "AUTH_MAX_TOKENS_PER_USER"),
     ({"AUTH_REFRESH_GRACE_SECONDS": "-5"}, "AUTH_REFRESH_GRACE_SECONDS"),
     ({"AUTH_REFRESH_GRACE_SECONDS": "10s"}, "AUTH_REFRESH_GRACE_SECONDS"),
+    ({"PROVIDER_TRIAL_DAYS": "two weeks"}, "PROVIDER_TRIAL_DAYS"),
+    ({"PROVIDER_TRIAL_DAYS": "-14"}, "PROVIDER_TRIAL_DAYS"),
+    ({"PROVIDER_TRIAL_DAYS": "731"}, "PROVIDER_TRIAL_DAYS.*730"),
 ])
 def test_bad_configuration_names_the_variable(override, name):
     with pytest.raises(ConfigError, match=name):

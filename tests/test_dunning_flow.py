@@ -5,6 +5,7 @@ import datetime as dt
 
 import pytest
 import requests
+import stripe
 from sqlalchemy import update
 
 from app.extensions import db
@@ -71,6 +72,18 @@ def test_a_failed_renewal_goes_past_due_then_unpaid_and_recovers_on_the_hosted_i
     assert [kind for kind, _ in notes(flow)].count("subscribed") == 1, "a recovery is not a new subscription"
 
 
+def test_a_first_payment_declined_at_the_payment_form_notifies_nobody(flow):
+    """Issue 21 item 5: the subscription is still incomplete, and the form already told the person."""
+    started = flow.intent()
+    with pytest.raises(stripe.CardError):
+        flow.pay(started["client_secret"], card="pm_card_chargeDeclined")
+    assert "invoice.payment_failed" in flow.deliver()
+    assert notes(flow) == [] and flow.me()["subscription"]["status"] == "incomplete"
+    flow.pay(started["client_secret"], card="pm_card_visa")
+    flow.deliver()
+    assert [kind for kind, _ in notes(flow)] == ["subscribed"]
+
+
 def test_a_recovery_on_retry_notifies_payment_recovered(flow):
     subscription_id = subscribed(flow)
     flow.emulator.fail_next_renewal(subscription_id)
@@ -91,13 +104,15 @@ def test_a_trial_that_ends_is_announced_three_days_ahead(flow):
     trial = flow.stripe.v1.subscriptions.create(params={
         "customer": customer.id, "items": [{"price": flow.prices["basic"]}], "trial_period_days": 14})
     flow.deliver()
-    assert flow.me()["plan"] == "basic" and notes(flow) == []
+    started = ("trial_started", {"subscription": trial.id, "trial_end": trial.trial_end})
+    assert flow.me()["plan"] == "basic" and notes(flow) == [started]
     flow.emulator.advance(11 * DAY)
     flow.deliver()
-    assert notes(flow) == [("trial_will_end", {"subscription": trial.id, "trial_end": trial.trial_end})]
+    assert notes(flow) == [("trial_will_end", {"subscription": trial.id, "trial_end": trial.trial_end}), started]
     flow.emulator.advance(3 * DAY)
     flow.deliver()
-    assert [kind for kind, _ in notes(flow)] == ["trial_will_end"], "trialing -> active notifies nobody"
+    assert [kind for kind, _ in notes(flow)] == ["trial_will_end", "trial_started"], \
+        "trialing -> active notifies nobody"
 
 
 def card_expiring_at_end_of(months_ahead, flow):

@@ -14,16 +14,25 @@ from app.listeners import commit_plan
 from app.models import Subscription, User
 from app.signals import webhook_handled
 from tests.conftest import deliver, load_event
+from tests.emulator.conftest import openapi_example
 
 CUSTOMER = "cus_00000000000000"
 
 # A real payload carrying each kind of object the table names, with nothing in it that would
-# make a listener call the provider: no previous_attributes, a one-off invoice, no card.
-CARRIERS = {"subscription": "02", "invoice": "17", "customer": "16"}
+# make a listener call the provider: no previous_attributes, a one-off invoice, no card. No real
+# SetupIntent event is among the fixtures: Stripe's own example object goes into 02's envelope.
+CARRIERS = {"subscription": "02", "invoice": "17", "customer": "16", "setup_intent": "02"}
+
+
+def carrier(kind, **changes):
+    event = load_event(CARRIERS[kind], **changes)
+    if kind == "setup_intent":
+        event["data"]["object"] = {**openapi_example("setup_intent"), "customer": CUSTOMER}
+    return event
 
 
 def event_of(event_type):
-    event = load_event(CARRIERS[EVENT_TYPES[event_type].object], type=event_type, id=f"evt_{event_type}")
+    event = carrier(EVENT_TYPES[event_type].object, type=event_type, id=f"evt_{event_type}")
     event["data"]["object"]["default_payment_method"] = None
     event["data"].pop("previous_attributes", None)
     return event
@@ -88,7 +97,7 @@ def test_the_row_is_written_exactly_for_the_types_that_write_it(app, client, use
 @pytest.mark.parametrize("event_type", sorted(EVENT_TYPES))
 def test_a_type_carrying_another_object_is_refused(app, client, user_id, event_type):
     wrong = next(obj for obj in CARRIERS if obj != EVENT_TYPES[event_type].object)
-    event = load_event(CARRIERS[wrong], type=event_type)
+    event = carrier(wrong, type=event_type)
     response = deliver(client, event)
     assert response.status_code == 400 and response.json["error"]["code"] == "invalid_payload"
     assert EVENT_TYPES[event_type].object in response.json["error"]["message"]

@@ -81,6 +81,14 @@ def test_the_last_retry_has_no_next_attempt(app, client, users):
     assert note[2]["attempt_count"] == 4 and note[2]["next_payment_attempt"] is None
 
 
+def test_a_failed_first_invoice_notifies_nobody(app, client, users):
+    # Issue 21: the subscription is still incomplete; the payment form already told the person.
+    event = load_event("20")
+    event["data"]["object"]["billing_reason"] = "subscription_create"
+    post(client, event)
+    assert notifications(app) == []
+
+
 def status_change(previous, current, event_id):
     event = load_event("03", id=event_id, created=1648320200)
     event["data"]["object"]["status"] = current
@@ -130,6 +138,22 @@ def test_trial_will_end_carries_the_trial_end(app, client, users):
                                    {"subscription": SUBSCRIPTION, "trial_end": 1648579310})]
 
 
+@pytest.mark.parametrize("status, kinds", [("trialing", ["trial_started"]), ("active", []), ("incomplete", [])])
+def test_only_a_trial_is_announced_on_creation(app, client, users, status, kinds):
+    event = load_event("02", id="evt_created")
+    event["data"]["object"].update(status=status, trial_end=1648579310)
+    post(client, event)
+    post(client, copy.deepcopy(event))
+    assert notifications(app) == [(kind, "evt_created", {"subscription": SUBSCRIPTION, "trial_end": 1648579310})
+                                  for kind in kinds]
+
+
+@pytest.mark.parametrize("previous, current, kinds", [("trialing", "paused", []), ("paused", "active", ["subscribed"])])
+def test_a_trial_paused_without_a_card_and_resumed_by_one(app, client, users, previous, current, kinds):
+    post(client, status_change(previous, current, "evt_pause"))
+    assert [kind for kind, _, _ in notifications(app)] == kinds
+
+
 def test_a_renewal_moving_the_period_on_the_items_is_no_plan_change(app, client, users):
     event = load_event("03", created=1648320200)
     items = copy.deepcopy(event["data"]["object"]["items"])
@@ -144,5 +168,6 @@ def test_the_openapi_document_names_every_kind_of_the_contract(client):
     kind = client.get("/openapi.json").json["components"]["schemas"]["Notification"]["properties"]["kind"]
     assert kind["enum"] == ["subscribed", "cancellation_scheduled", "cancellation_withdrawn", "plan_changed",
                             "subscription_ended", "payment_failed", "past_due", "payment_recovered",
-                            "trial_will_end", "card_expiring", "swap_payment_failed", "quantity_changed"]
+                            "trial_will_end", "card_expiring", "swap_payment_failed", "quantity_changed",
+                            "trial_started"]
     assert "hosted_invoice_url" in kind["description"] and "customer.subscription.trial_will_end" in kind["description"]

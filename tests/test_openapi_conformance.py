@@ -15,17 +15,16 @@ ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
 # What the document cannot express (README "OpenAPI document"), check -> operations it is left out for:
 # a schema-valid webhook body carries no valid Stripe signature (400); marshmallow checks an email
 # address more strictly than OpenAPI's format "email" (a one-letter top-level domain is a 422); the
-# prices offered are configuration (PROVIDER_PLANS), so another one is 422 unknown_price (intent,
-# swap and its preview); and
-# OpenAPI 3.0 cannot forbid unknown query parameters, which the paged lists ignore. An Idempotency-Key
-# the generator sends again with another body is 422 idempotency_key_reused: the server's state, as
-# a 409 is, which the document cannot tell from a schema-valid request.
-KEYED = {"/subscription/intent", "/subscription/portal", "/subscription/swap", "/subscription/cancel",
-         "/subscription/resume", "/subscription/quantity"}
+# prices offered are configuration (PROVIDER_PLANS), so another one is 422 unknown_price; an
+# Idempotency-Key the user already sent with another request is 422 idempotency_key_reused, and the
+# generated keys repeat across operations; an invoice cursor must name one of the user's invoices
+# (422); and OpenAPI 3.0 cannot forbid unknown query parameters, which the paged lists ignore.
+KEYED = {"/subscription/portal", "/subscription/swap", "/subscription/cancel", "/subscription/resume",
+         "/subscription/quantity", "/subscription/payment-method"}
 NOT_EXPRESSIBLE = {
-    "positive_data_acceptance": {"/provider/webhook", "/auth/register", "/auth/login", "/subscription/swap/preview",
-                                 *KEYED},
-    "negative_data_rejection": {"/notifications", "/auth/tokens"},
+    "positive_data_acceptance": {"/provider/webhook", "/auth/register", "/auth/login", "/subscription/intent",
+                                 "/subscription/swap/preview", "/subscription/invoices"} | KEYED,
+    "negative_data_rejection": {"/notifications", "/auth/tokens", "/subscription/invoices"},
 }
 
 

@@ -8,9 +8,11 @@ token it describes and which means "may do everything". A personal access token 
 # Ability -> what it allows; the README's table and the OpenAPI descriptions come from the same words.
 ABILITIES = {
     "profile:read": "GET /auth/me",
-    "subscription:read": "GET /subscription, GET /subscription/swap/preview",
+    "subscription:read": "GET /subscription, GET /subscription/swap/preview, GET /subscription/invoices, "
+                         "GET /subscription/invoices/upcoming",
     "subscription:write": "POST /subscription/intent, POST /subscription/portal, POST /subscription/swap, "
-                          "POST /subscription/cancel, POST /subscription/resume, POST /subscription/quantity",
+                          "POST /subscription/cancel, POST /subscription/resume, POST /subscription/quantity, "
+                          "POST /subscription/payment-method",
     "notifications:read": "GET /notifications",
     "tokens:manage": "POST /auth/tokens, DELETE /auth/tokens/{id}",
 }

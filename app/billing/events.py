@@ -37,10 +37,15 @@ EVENT_TYPES = {
     # expired unpaid: the subscription carries its prices either way.
     "customer.subscription.pending_update_applied": EventType("subscription", True, (COMMIT_PLAN,)),
     "customer.subscription.pending_update_expired": EventType("subscription", True, (COMMIT_PLAN,)),
+    # A trial ended without a card (paused: no plan) and a card resumed it: the status says which.
+    "customer.subscription.paused": EventType("subscription", True, (COMMIT_PLAN,)),
+    "customer.subscription.resumed": EventType("subscription", True, (COMMIT_PLAN,)),
     "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,)),
     "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,), twin_of="invoice.paid"),
     "invoice.payment_failed": EventType("invoice", False, (COMMIT_PLAN,)),
     "customer.updated": EventType("customer", False, (COMMIT_PAYMENT_METHOD,)),
+    # A card saved with a SetupIntent (the card form, or a trial's pending SetupIntent).
+    "setup_intent.succeeded": EventType("setup_intent", False, (COMMIT_PAYMENT_METHOD,)),
 }
 
 # What an endpoint at the provider must send (SPEC 4 rule 6); a legacy twin is not needed.

@@ -90,15 +90,21 @@ def payment_intents_of_invoice(invoice):
 
 
 def client_secret_of(subscription):
-    """Return the client secret that confirms a subscription's first payment, or ``None``."""
+    """Return the client secret a client confirms for a new subscription, or ``None``.
+
+    The first invoice's payment (a PaymentIntent's, ``pi_..._secret_...``); when nothing is due
+    (a trial), the pending SetupIntent's (``seti_..._secret_...``) that saves the card for later.
+    Both need their field expanded.
+    """
     invoice = subscription.get("latest_invoice")
-    if not isinstance(invoice, dict):
-        return None
+    invoice = invoice if isinstance(invoice, dict) else {}
     confirmation = invoice.get("confirmation_secret") or {}
     if confirmation.get("client_secret"):
         return confirmation["client_secret"]
-    intent = invoice.get("payment_intent")
-    return intent.get("client_secret") if isinstance(intent, dict) else None
+    for intent in (invoice.get("payment_intent"), subscription.get("pending_setup_intent")):
+        if isinstance(intent, dict) and intent.get("client_secret"):
+            return intent["client_secret"]
+    return None
 
 
 def card_of(payment_method):

@@ -19,15 +19,16 @@ def store_card(user, payment_method):
     user.pm_exp_month, user.pm_exp_year = objects.card_expiry_of(payment_method)
 
 
-def promote(provider, user, payment_method_id):
+def promote(provider, user, payment_method_id, customer=None):
     """Make ``payment_method_id`` the customer's default unless it already is; mirror the card.
 
-    Return whether the default changed. Idempotent: when the method is already the default no
+    ``customer``: the live customer (``retrieve_customer``'s answer) when the caller has it. Return
+    whether the default changed. Idempotent: when the method is already the default no
     provider write happens. When the provider refuses the promotion (the method was detached or
     is unknown) the customer's current default card is mirrored instead. Raises
     ``ProviderUnavailable`` (503), so that a webhook fails and is retried.
     """
-    customer = provider.retrieve_customer(user.provider_id)
+    customer = customer or provider.retrieve_customer(user.provider_id)
     default = (customer.get("invoice_settings") or {}).get("default_payment_method")
     if objects.ref_id(default) == payment_method_id and isinstance(default, dict):
         store_card(user, default)

@@ -41,16 +41,20 @@ class SubscriptionProvider(ABC):
         """Return the payment intent."""
 
     @abstractmethod
-    def create_subscription(self, customer_id, price, idempotency_key):
-        """Create an incomplete subscription awaiting payment; ``latest_invoice.confirmation_secret`` expanded.
+    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0):
+        """Create a subscription awaiting payment; ``latest_invoice.confirmation_secret`` and
+        ``pending_setup_intent`` expanded.
 
         Uses ``payment_behavior=default_incomplete`` and
-        ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT).
+        ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT). With
+        ``trial_days`` (> 0) it is a free trial (``trialing``) whose ``pending_setup_intent``
+        collects the card, and which pauses at the trial's end when no card came
+        (``trial_settings.end_behavior.missing_payment_method=pause``).
         """
 
     @abstractmethod
     def retrieve_subscription(self, subscription_id):
-        """Return the live subscription, ``latest_invoice.confirmation_secret`` expanded."""
+        """Return the live subscription with ``latest_invoice.confirmation_secret`` and ``pending_setup_intent``."""
 
     @abstractmethod
     def list_subscriptions(self, customer_id):
@@ -79,6 +83,34 @@ class SubscriptionProvider(ABC):
         Stripe's ``POST /v1/invoices/create_preview``; amounts in minor units. ``None`` when nothing
         renews (Stripe's ``invoice_upcoming_none``).
         """
+
+    @abstractmethod
+    def resume_subscription(self, subscription_id, idempotency_key):
+        """Resume a ``paused`` subscription: a new period from now, charged at once; return it.
+
+        Stripe's ``POST /v1/subscriptions/{id}/resume`` with ``billing_cycle_anchor=now``; paid,
+        it is ``active``, declined ``past_due``.
+        """
+
+    @abstractmethod
+    def list_invoices(self, customer_id, limit, starting_after=None):
+        """Return ``{"data": [invoice], "has_more"}``: the customer's invoices, newest first.
+
+        Stripe's own page: ``limit`` (1-100) after the invoice ``starting_after`` (an id). Raises
+        ``InvalidCursor`` (422) when Stripe knows no such invoice in the list.
+        """
+
+    @abstractmethod
+    def pay_invoice(self, invoice_id, payment_method_id, idempotency_key):
+        """Charge the open invoice with the payment method now, off-session; return whether it was paid.
+
+        A declined charge, or one that needs authentication, is ``False``: Stripe announces it
+        with ``invoice.payment_failed``, and the invoice stays open.
+        """
+
+    @abstractmethod
+    def create_setup_intent(self, customer_id, idempotency_key):
+        """Create a SetupIntent that saves a card of the customer for off-session charges; return it."""
 
     @abstractmethod
     def create_portal_session(self, customer_id, return_url):

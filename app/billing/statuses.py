@@ -23,6 +23,11 @@ SUBSCRIBING_STATUSES = DEAD_STATUSES - DUNNING_STATUSES
 # A subscription the user can change (swap, seats, cancel): paid for, or in dunning.
 LIVE_STATUSES = VALID_STATUSES | DUNNING_STATUSES
 
+# A trial that ended without a card (trial_settings.end_behavior.missing_payment_method=pause): it
+# does not entitle, and stays the user's until a card resumes it. Moving out of it to a valid
+# status is ``subscribed`` (it is in DEAD_STATUSES).
+PAUSED_STATUSES = frozenset({"paused"})
+
 # Statuses that end a subscription for good at the provider.
 TERMINAL_STATUSES = frozenset({"canceled", "incomplete_expired"})
 

@@ -15,11 +15,19 @@ import stripe
 
 from app import jsonbody
 from app.billing.provider import SubscriptionProvider
-from app.errors import InvalidJson, InvalidSignature, ProviderRejected, ProviderUnavailable, UnknownPrice
+from app.errors import (
+    InvalidJson,
+    InvalidSignature,
+    ProviderRejected,
+    ProviderUnavailable,
+    UnknownPrice,
+)
+from app.pagination import InvalidCursor
 
 log = logging.getLogger(__name__)
 
-SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret"]
+# The client secrets a client confirms: the first invoice's payment, or a trial's SetupIntent.
+SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret", "pending_setup_intent"]
 
 # Stripe keeps a billing portal session usable for a few minutes; within one window of this many
 # seconds a retried or repeated request gets the same session, after it a fresh one.
@@ -73,6 +81,17 @@ def _unknown_price_refused(params):
         prices = [item.get("price") for item in params.get("items") or () if item.get("price")]
         if exc.param and "price" in exc.param and prices:
             raise UnknownPrice.for_price(prices[0]) from exc
+        raise
+
+
+@contextmanager
+def _cursor_refused(starting_after):
+    """Map Stripe's refusal of a list's ``starting_after`` to ``InvalidCursor`` (422)."""
+    try:
+        yield
+    except stripe.InvalidRequestError as exc:
+        if starting_after and exc.param == "starting_after":
+            raise InvalidCursor.for_id(starting_after) from exc
         raise
 
 
@@ -153,7 +172,7 @@ class StripeProvider(SubscriptionProvider):
         with _provider_call("retrieve payment intent"):
             return self._v1.payment_intents.retrieve(payment_intent_id).to_dict()
 
-    def create_subscription(self, customer_id, price, idempotency_key):
+    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0):
         params = {
             "customer": customer_id,
             "items": [{"price": price}],
@@ -161,6 +180,9 @@ class StripeProvider(SubscriptionProvider):
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": SUBSCRIPTION_EXPAND,
         }
+        if trial_days:
+            params["trial_period_days"] = trial_days
+            params["trial_settings"] = {"end_behavior": {"missing_payment_method": "pause"}}
         with _provider_call("create subscription"), _unknown_price_refused(params):
             subscription = self._v1.subscriptions.create(params=params, options={"idempotency_key": idempotency_key})
         return subscription.to_dict()
@@ -199,6 +221,35 @@ class StripeProvider(SubscriptionProvider):
                 if exc.code == "invoice_upcoming_none":
                     return None
                 raise
+
+    def resume_subscription(self, subscription_id, idempotency_key):
+        with _provider_call("resume subscription"):
+            return self._v1.subscriptions.resume(
+                subscription_id, params={"billing_cycle_anchor": "now", "expand": SUBSCRIPTION_EXPAND},
+                options={"idempotency_key": idempotency_key}).to_dict()
+
+    def list_invoices(self, customer_id, limit, starting_after=None):
+        params = {"customer": customer_id, "limit": limit}
+        if starting_after:
+            params["starting_after"] = starting_after
+        with _provider_call("list invoices"), _cursor_refused(starting_after):
+            page = self._v1.invoices.list(params=params)
+        return {"data": [invoice.to_dict() for invoice in page.data], "has_more": page.has_more}
+
+    def pay_invoice(self, invoice_id, payment_method_id, idempotency_key):
+        with _provider_call("pay invoice"):
+            try:
+                self._v1.invoices.pay(invoice_id, params={"payment_method": payment_method_id, "off_session": True},
+                                      options={"idempotency_key": idempotency_key})
+            except stripe.CardError as exc:
+                log.info("invoice %s not paid with %s: %s", invoice_id, payment_method_id, _one_line(exc))
+                return False
+        return True
+
+    def create_setup_intent(self, customer_id, idempotency_key):
+        with _provider_call("create setup intent"):
+            return self._v1.setup_intents.create(params={"customer": customer_id, "usage": "off_session"},
+                                                 options={"idempotency_key": idempotency_key}).to_dict()
 
     def create_portal_session(self, customer_id, return_url):
         """Create a session under a key derived from the customer, the return URL and a time window.

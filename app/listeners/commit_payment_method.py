@@ -1,5 +1,7 @@
 """``CommitPaymentMethod``: promote the card that paid to the customer default (SPEC 6 listener rule 2).
 
+A card saved with a SetupIntent (``setup_intent.succeeded``) becomes the default of the customer
+and of the user's subscriptions, and pays or resumes what waits for it (``app.billing.card_change``).
 It also tells the user, at a renewal, that the card on file expires within 30 days
 (``card_expiring``): Stripe's own ``customer.source.expiring`` is sent only for legacy Card and
 Source objects, never for the PaymentMethods this service saves (README "Notifications").
@@ -7,7 +9,7 @@ Source objects, never for the PaymentMethods this service saves (README "Notific
 import logging
 from datetime import timedelta
 
-from app.billing import objects, payment_methods, state
+from app.billing import card_change, objects, payment_methods, state
 from app.billing.events import COMMIT_PAYMENT_METHOD, EXPECTED_OBJECT, handled_by, is_twin
 from app.billing.provider import get_provider
 from app.errors import ProviderRejected
@@ -93,18 +95,24 @@ def _paid_with(find_method, after=None):
     return act
 
 
+def _setup_succeeded(user, event):
+    card_change.adopt(get_provider(), user, event)
+
+
 # The object an event carries -> what to do with it (STYLE rule 8). Which event types reach it
 # is ``app.billing.events``' table.
 ACTIONS = {
     "subscription": _paid_with(_from_subscription),
     "invoice": _paid_with(_from_invoice, after=_card_expiring),
     "customer": _customer_updated,
+    "setup_intent": _setup_succeeded,
 }
 
 
 @webhook_handled.connect
 def commit_payment_method(sender, event, **extra):
-    """Promote the paying method and mirror the card; ``customer.updated`` refreshes it; warn of expiry.
+    """Promote the paying method and mirror the card; ``customer.updated`` refreshes it; a saved card
+    pays from now on; warn of expiry.
 
     Acts on the types ``app.billing.events`` names for it and returns ``True`` when it did
     (blinker hands each receiver's result back to the sender).

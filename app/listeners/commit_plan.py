@@ -94,6 +94,10 @@ def _payment_failed(event):
     subscription = objects.subscription_id_of_invoice(invoice)
     if subscription is None:
         return []  # a one-off invoice: no subscription is at risk
+    if invoice.get("billing_reason") == "subscription_create":
+        # The first invoice fails while the subscription is still incomplete: the person is at the
+        # payment form, which says so (Pay's handler skips incomplete subscriptions the same way).
+        return []
     if invoice.get("billing_reason") == "subscription_update":
         # A swap's invoice (always_invoice): the subscription keeps its old price and is not at risk.
         return [("swap_payment_failed", {
@@ -117,14 +121,23 @@ def _pending_update_expired(event):
     return [("swap_payment_failed", {"subscription": event["data"]["object"].get("id"), "reason": "expired"})]
 
 
+def _created(event):
+    # A trial is live from its creation: no activating update will ever announce it (rule 4).
+    obj = event["data"]["object"]
+    if objects.text_of(obj.get("status")) != "trialing":
+        return []
+    return [("trial_started", {"subscription": obj.get("id"), "trial_end": _integer(obj.get("trial_end"))})]
+
+
 def _trial_will_end(event):
     obj = event["data"]["object"]
     return [("trial_will_end", {"subscription": obj.get("id"), "trial_end": _integer(obj.get("trial_end"))})]
 
 
-# Event type -> its decision (STYLE rule 8); created decides nothing, as the subscription exists
-# before payment clears (rule 4).
+# Event type -> its decision (STYLE rule 8). Created decides only ``trial_started``: a paid
+# subscription exists before its payment clears, and is announced by the activating update (rule 4).
 DECIDERS = {
+    "customer.subscription.created": _created,
     "customer.subscription.updated": _updated,
     "customer.subscription.deleted": _deleted,
     "customer.subscription.trial_will_end": _trial_will_end,

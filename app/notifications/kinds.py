@@ -14,8 +14,10 @@ NOTIFICATION_KINDS = {
     "plan_changed": "customer.subscription.updated, the items' prices changed. data: subscription, from, to "
                     "(sorted price ids).",
     "subscription_ended": "customer.subscription.deleted. data: subscription.",
-    "payment_failed": "invoice.payment_failed for a subscription's invoice. data: subscription, invoice, "
-                      "attempt_count, next_payment_attempt (null after the last retry), hosted_invoice_url.",
+    "payment_failed": "invoice.payment_failed for a subscription's invoice, not its first (billing_reason "
+                      "subscription_create: the subscription is still incomplete and the payment form tells "
+                      "the person). data: subscription, invoice, attempt_count, next_payment_attempt (null "
+                      "after the last retry), hosted_invoice_url.",
     "past_due": "customer.subscription.updated, status moved into past_due or unpaid (unpaid: retries "
                 "exhausted). data: subscription, from_status, status.",
     "payment_recovered": "customer.subscription.updated, status from past_due or unpaid to active or trialing. "
@@ -30,4 +32,6 @@ NOTIFICATION_KINDS = {
                            "hosted_invoice_url.",
     "quantity_changed": "customer.subscription.updated, the items' quantities changed and their prices did not. "
                         "data: subscription, from, to (quantity).",
+    "trial_started": "customer.subscription.created of a trialing subscription (a free trial, "
+                     "PROVIDER_TRIAL_DAYS). data: subscription, trial_end.",
 }

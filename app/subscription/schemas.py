@@ -4,7 +4,8 @@ from marshmallow import Schema, fields, validate
 from app.config import PRORATIONS
 from app.fields import STORABLE_DESCRIPTION, Boolean, Text, Url
 from app.notifications.schemas import NotificationSchema
-from app.presentation import SubscriptionSchema
+from app.pagination import PageQuerySchema
+from app.presentation import InvoiceSchema, SubscriptionSchema
 
 
 class SubscriptionStateSchema(Schema):
@@ -19,7 +20,10 @@ class IntentRequestSchema(Schema):
 
 class IntentSchema(Schema):
     subscription = fields.Nested(SubscriptionSchema, required=True)
-    client_secret = fields.String(required=True, metadata={"description": "Confirms the first payment client-side"})
+    client_secret = fields.String(required=True, metadata={
+        "description": "Confirmed client-side: the first payment (pi_..._secret_..., Stripe.js confirmPayment), or "
+                       "for a free trial (status trialing) the SetupIntent that saves the card for the first "
+                       "charge (seti_..._secret_..., confirmSetup)"})
 
 
 _PRICE = {"description": "Provider price id, one of PROVIDER_PLANS"}
@@ -79,6 +83,29 @@ class QuantityRequestSchema(Schema):
 
 class SubscriptionBodySchema(Schema):
     subscription = fields.Nested(SubscriptionSchema, required=True)
+
+
+# A Stripe invoice id.
+INVOICE_ID = r"^in_[A-Za-z0-9_]+$"
+
+
+class InvoicePageQuerySchema(PageQuerySchema):
+    # Stripe's cursor: the id of the last invoice of the previous page.
+    starting_after = Text(load_default=None, allow_none=True,
+                          validate=[validate.Length(max=255), validate.Regexp(INVOICE_ID)],
+                          metadata={"pattern": INVOICE_ID,
+                                    "description": "Id of the last invoice of the previous page (in_...)"})
+
+
+class InvoicePageSchema(Schema):
+    data = fields.List(fields.Nested(InvoiceSchema), required=True)
+    has_more = fields.Boolean(required=True)
+
+
+class SetupIntentSchema(Schema):
+    client_secret = fields.String(required=True, metadata={
+        "description": "Of a SetupIntent (usage off_session) for the user's customer: confirm it client-side with "
+                       "Stripe.js confirmSetup; the card then pays from the next charge on"})
 
 
 class PortalRequestSchema(Schema):

@@ -4,7 +4,7 @@ from sqlalchemy import select
 
 from app.billing import objects, plans, state
 from app.billing.provider import get_provider
-from app.billing.statuses import DUNNING_STATUSES
+from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES
 from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription
@@ -39,9 +39,10 @@ def create_intent(user, price):
     CONTRACT "/subscription/intent" and SPEC 4 rule 4: with a local incomplete subscription the
     user's state is synced from the provider first (a payment may have cleared since the last
     webhook). Then an active or trialing subscription raises ``AlreadySubscribed`` (409) and
-    nothing is torn down, as does one in dunning (``past_due``, ``unpaid``); an incomplete one
-    for the same price is returned as it is (``created=False``); one for another price is
-    cancelled and a new one is created. A per-user
+    nothing is torn down, as does one in dunning (``past_due``, ``unpaid``) or ``paused``; an
+    incomplete one for the same price is returned as it is (``created=False``); one for another
+    price is cancelled and a new one is created, a free trial when it is the user's first
+    (``_trial_days``), whose ``client_secret`` is then its pending SetupIntent's. A per-user
     lock held to the end of the transaction makes concurrent calls create one subscription.
     Raises ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
     """
@@ -54,9 +55,11 @@ def create_intent(user, price):
         provider.sync(user)
     if plans.entitled_subscription(user) is not None:
         raise AlreadySubscribed()
-    failing = next((s for s in user.subscriptions if s.provider_status in DUNNING_STATUSES), None)
-    if failing is not None:
-        raise AlreadySubscribed.payment_failed(failing.provider_status)
+    # In dunning or paused, the subscription is still the user's: a card pays or resumes it, where
+    # a second subscription would bill them twice.
+    stuck = next((s for s in user.subscriptions if s.provider_status in DUNNING_STATUSES | PAUSED_STATUSES), None)
+    if stuck is not None:
+        raise AlreadySubscribed.needs_card(stuck.provider_status)
     pending = _open_subscription(user)
     if pending is not None and pending.provider_price == price:
         live = provider.retrieve_subscription(pending.provider_id)
@@ -64,11 +67,25 @@ def create_intent(user, price):
     if pending is not None:
         state.apply_subscription(user, provider.cancel_subscription(pending.provider_id), state.live_as_of())
     attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
-    key = f"subscription-{user.idempotency_token}-{attempt}-{price}"
-    live = provider.create_subscription(ensure_customer(user), price, key)
+    trial_days = _trial_days(user, provider)
+    # The trial is in the key: Stripe refuses a key reused with other parameters.
+    key = f"subscription-{user.idempotency_token}-{attempt}-{price}" + (f"-trial-{trial_days}" if trial_days else "")
+    live = provider.create_subscription(ensure_customer(user), price, key, trial_days=trial_days)
     subscription = state.apply_subscription(user, live, state.live_as_of())
     plans.recompute_plan(user)
     return subscription, objects.client_secret_of(live), True
+
+
+def _trial_days(user, provider):
+    """``PROVIDER_TRIAL_DAYS`` for the user's first subscription, else 0 (CONTRACT "Additions (third round)").
+
+    Any subscription before, in any status, rules a trial out: one stored here, or one Stripe has
+    for the customer and this database does not (made in the dashboard, or before a restore).
+    """
+    days = current_app.config["PROVIDER_TRIAL_DAYS"]
+    if not days or user.subscriptions:
+        return 0
+    return 0 if user.provider_id and provider.list_subscriptions(user.provider_id) else days
 
 
 def portal_url(user, return_url=None):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
-from . import billing, changes, lifecycle, objects
+from . import billing, changes, dunning, lifecycle, objects, trials
 from .api import _strip_data, newest_first
 from .expand import render
 from .plumbing import endpoint, paginate, to_bool
@@ -15,7 +15,7 @@ bp = Blueprint("stripe_api_billing", __name__)
 SUB_CREATE_PARAMS = {"customer", "items", "payment_behavior", "payment_settings", "metadata",
                      "trial_period_days", "default_payment_method", "description",
                      "off_session", "collection_method", "proration_behavior",
-                     "cancel_at_period_end"}
+                     "cancel_at_period_end", "trial_settings"}
 SUB_UPDATE_PARAMS = {"items", "cancel_at_period_end", "cancel_at", "default_payment_method",
                      "metadata", "proration_behavior", "payment_behavior", "description",
                      "cancellation_details", "payment_settings", "off_session", "proration_date"}
@@ -84,6 +84,13 @@ def update_subscription(st, params, sub_id):
     return render(st, sub, params.get("expand"))
 
 
+@bp.post("/v1/subscriptions/<sub_id>/resume")
+@endpoint({"billing_cycle_anchor", "proration_behavior", "proration_date"})
+def resume_subscription(st, params, sub_id):
+    """A paused subscription starts a new period now, charged at once; see ``trials.resume``."""
+    return render(st, trials.resume(st, st.get("subscriptions", sub_id), params), params.get("expand"))
+
+
 @bp.delete("/v1/subscriptions/<sub_id>")
 @endpoint({"invoice_now", "prorate", "cancellation_details"})
 def cancel_subscription(st, params, sub_id):
@@ -122,6 +129,14 @@ def list_invoices(st, params):
     page = paginate(invs, params, "/v1/invoices")
     page["data"] = [render(st, i, _strip_data(params.get("expand"))) for i in page["data"]]
     return page
+
+
+@bp.post("/v1/invoices/<inv_id>/pay")
+@endpoint({"payment_method", "off_session", "paid_out_of_band", "forgive", "mandate", "source"})
+def pay_invoice(st, params, inv_id):
+    """Charge an open invoice now (``dunning.pay_invoice``); 402 when the card is declined."""
+    inv = st.get("invoices", inv_id)
+    return render(st, dunning.pay_invoice(st, inv, params.get("payment_method")), params.get("expand"))
 
 
 @bp.post("/v1/invoices/create_preview")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Flask, request
 
-from . import api, api_billing, control, hosted_invoice, portal
+from . import api, api_billing, api_setup, control, hosted_invoice, portal
 from .delivery import Delivery
 from .plumbing import json_response
 from .state import Store, StripeError
@@ -20,7 +20,7 @@ def create_app(start_worker: bool = True) -> Flask:
     st = Store()
     delivery = Delivery(st)
     app.extensions["stripe_emulator"] = {"store": st, "delivery": delivery}
-    for bp in (api.bp, api_billing.bp, portal.bp, hosted_invoice.bp, control.bp):
+    for bp in (api.bp, api_billing.bp, api_setup.bp, portal.bp, hosted_invoice.bp, control.bp):
         app.register_blueprint(bp)
 
     @app.before_request

@@ -86,12 +86,13 @@ def card_outcome(pm: dict | None, now: int | None = None) -> str:
     With ``now`` (a charge at that emulator time), a card past its expiry month is declined.
     """
     card = objects.TEST_CARDS.get((pm or {}).get("_test_id"), {})
-    if pm is None or "decline" in card or (now is not None and _expired(pm, now)):
+    if pm is None or "decline" in card or (now is not None and expired(pm, now)):
         return "declined"
     return "requires_action" if card.get("requires_action") else "succeeded"
 
 
-def _expired(pm: dict, now: int) -> bool:
+def expired(pm: dict, now: int) -> bool:
+    """Whether the card ``pm`` is past its expiry month at ``now`` (Unix seconds, UTC)."""
     card = pm.get("card") or {}
     year, month = divmod(card.get("exp_year", 9999) * 12 + card.get("exp_month", 12), 12)
     return now >= int(dt.datetime(year, month + 1, 1, tzinfo=dt.UTC).timestamp())
@@ -128,6 +129,7 @@ def finalize(store: Store, inv: dict) -> None:
     inv["number"] = f"{cus.get('invoice_prefix', 'EMUL')}-{seq:04d}"
     inv["status"] = "open"
     inv["hosted_invoice_url"] = f"{store.base_url}/invoice/{inv['id']}"
+    inv["invoice_pdf"] = f"{store.base_url}/invoice/{inv['id']}/pdf"
     inv["status_transitions"]["finalized_at"] = store.now()
     inv["effective_at"] = store.now()
     if inv["amount_due"] > 0:
@@ -218,14 +220,20 @@ def confirm_payment_intent(store: Store, pi: dict, pm_id: str | None) -> dict:
     status = attempt(store, inv, pm)
     if status == "requires_payment_method":
         raise decline_error(store, pi, pm)
+    if status == "succeeded":
+        after_payment(store, inv, pm)
+    return pi
+
+
+def after_payment(store: Store, inv: dict, pm: dict) -> None:
+    """The subscription side of ``inv`` paid with ``pm``: its pending update applies, else it is active."""
     # Imported here: ``changes`` builds on this module.
     from .changes import after_invoice_paid
 
-    if status == "succeeded" and not after_invoice_paid(store, inv):
+    if not after_invoice_paid(store, inv):
         sub = store.subscriptions.get(inv["parent"]["subscription_details"]["subscription"])
         if sub is not None:
             after_first_payment(store, sub, pm)
-    return pi
 
 
 # -- subscriptions -----------------------------------------------------------
@@ -280,6 +288,11 @@ def create_subscription(store: Store, params: dict) -> dict:
             sub["payment_settings"]["save_default_payment_method"] == "on_subscription":
         sub["default_payment_method"] = charge_pm["id"]
     store.subscriptions[sub["id"]] = sub
+    if trial_days:
+        # Imported here: ``trials`` builds on this module.
+        from .trials import start_trial
+
+        start_trial(store, sub, params, behavior)
     inv = open_invoice(store, sub, "subscription_create", sub["start_date"],
                        period_end(sub))
     store.emit("customer.subscription.created", sub)

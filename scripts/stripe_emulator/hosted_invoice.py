@@ -1,9 +1,11 @@
-"""A minimal hosted invoice page: ``/invoice/<invoice id>`` (an invoice's ``hosted_invoice_url``).
+"""A minimal hosted invoice page, ``/invoice/<invoice id>`` (an invoice's ``hosted_invoice_url``),
+and its PDF, ``/invoice/<invoice id>/pdf`` (``invoice_pdf``).
 
 Stripe's page lets the customer pay an open invoice with a card; here a form takes a test
 payment method id (``pm_card_visa``, ...) and confirms the invoice's PaymentIntent through the
 same code as ``POST /v1/payment_intents/{id}/confirm``, so a past-due subscription recovers
-with the same events. No auth: the invoice id is the capability, as Stripe's URL is.
+with the same events. The PDF is one page listing the invoice's number, status, amounts and
+lines. No auth: the invoice id is the capability, as Stripe's URLs are.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from html import escape
 from urllib.parse import quote
 
-from flask import Blueprint, abort, redirect, request
+from flask import Blueprint, Response, abort, redirect, request
 
 from . import billing
 from .plumbing import store
@@ -66,3 +68,40 @@ def pay(invoice_id):
         finally:
             st.request_ctx = {"id": None, "idempotency_key": None, "api_version": DEFAULT_API_VERSION}
     return redirect(f"/invoice/{invoice_id}", code=303)
+
+
+def _pdf_text(value) -> str:
+    """``value`` as a PDF string literal's content: Latin-1 (Helvetica's encoding here), delimiters escaped."""
+    text = str(value).encode("latin-1", errors="replace").decode("latin-1")
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def pdf(lines: list[str]) -> bytes:
+    """A one-page PDF 1.4 document showing ``lines`` in Helvetica, with a valid cross-reference table."""
+    text = "BT /F1 11 Tf 72 740 Td 16 TL " + " ".join(f"({_pdf_text(line)}) '" for line in lines) + " ET"
+    bodies = ["<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+              "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+              "/Resources << /Font << /F1 5 0 R >> >> >>",
+              f"<< /Length {len(text.encode('latin-1'))} >>\nstream\n{text}\nendstream",
+              "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(bodies, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
+    table = "".join(f"{offset:010d} 00000 n \n" for offset in offsets)
+    return out + (f"xref\n0 {len(bodies) + 1}\n0000000000 65535 f \n{table}trailer\n"
+                  f"<< /Size {len(bodies) + 1} /Root 1 0 R >>\nstartxref\n{len(out)}\n%%EOF\n").encode("latin-1")
+
+
+@bp.get("/invoice/<invoice_id>/pdf")
+def invoice_pdf(invoice_id):
+    st = store()
+    with st.lock:
+        inv = _invoice(invoice_id)
+        currency = inv["currency"].upper()
+        lines = [f"{inv['account_name']}: invoice {inv['number']}", f"Status: {inv['status']}",
+                 f"Amount due: {inv['amount_due'] / 100:.2f} {currency}",
+                 f"Amount paid: {inv['amount_paid'] / 100:.2f} {currency}", ""]
+        lines += [f"{line['description']}: {line['amount'] / 100:.2f} {currency}" for line in inv["lines"]["data"]]
+    return Response(pdf(lines), mimetype="application/pdf",
+                    headers={"Content-Disposition": f'inline; filename="{inv["number"]}.pdf"'})

@@ -6,7 +6,7 @@ Used by the API (``POST /v1/subscriptions/{id}``), the billing portal forms and
 
 from __future__ import annotations
 
-from . import billing, changes, dunning, objects
+from . import billing, changes, dunning, objects, trials
 from .state import Store, StripeError, public
 
 # Stripe moves a subscription whose first invoice is still unpaid to incomplete_expired.
@@ -131,7 +131,7 @@ def process_due(store: Store, sub: dict) -> None:
         store.emit("customer.subscription.updated", sub, before)
     elif sub["cancel_at"] and sub["cancel_at"] <= billing.period_end(sub):
         billing.cancel_now(store, sub, ended_at=sub["cancel_at"])
-    else:
+    elif not trials.end_without_method(store, sub):
         renew(store, sub)
 
 

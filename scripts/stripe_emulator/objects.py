@@ -20,8 +20,9 @@ TEST_CARDS = {
     "pm_card_chargeDeclined": {"brand": "visa", "last4": "0002",
                                "decline": ("card_declined", "generic_decline")},
     "pm_card_authenticationRequired": {"brand": "visa", "last4": "3184", "requires_action": True},
-    # Attaching it succeeds, charging it fails (Stripe's 4000000000000341): a renewal that fails.
-    "pm_card_chargeCustomerFail": {"brand": "visa", "last4": "0341",
+    # Attaching it (and setting it up) succeeds, charging it fails (Stripe's 4000000000000341): a
+    # renewal that fails.
+    "pm_card_chargeCustomerFail": {"brand": "visa", "last4": "0341", "sets_up": True,
                                    "decline": ("card_declined", "generic_decline")},
 }
 

@@ -28,6 +28,7 @@ PREFIX_COLLECTION = {
     "in_": "invoices",
     "pi_": "payment_intents",
     "pm_": "payment_methods",
+    "seti_": "setup_intents",
     "evt_": "events",
     "we_": "webhook_endpoints",
     "prod_": "products",
@@ -41,6 +42,7 @@ COLLECTION_NAMES = {
     "invoices": "invoice",
     "payment_intents": "payment_intent",
     "payment_methods": "PaymentMethod",
+    "setup_intents": "setupintent",
     "events": "event",
     "webhook_endpoints": "webhook endpoint",
     "products": "product",
@@ -96,6 +98,7 @@ class Store:
             self.invoices: dict[str, dict] = {}
             self.payment_intents: dict[str, dict] = {}
             self.payment_methods: dict[str, dict] = {}
+            self.setup_intents: dict[str, dict] = {}
             self.events: dict[str, dict] = {}
             self.webhook_endpoints: dict[str, dict] = {}
             self.products: dict[str, dict] = {}

@@ -1,0 +1,116 @@
+"""Free trials (issue 21): a user's first subscription is a PROVIDER_TRIAL_DAYS trial whose card the
+intent's SetupIntent collects; without a card it pauses at the trial's end, and a card resumes it.
+
+Through the real stripe SDK to the emulator and back by real HTTP webhooks, as tests/test_billing_flow.py.
+"""
+import re
+
+import pytest
+from sqlalchemy import delete
+
+from app.extensions import db
+from app.models import Subscription
+from tests.test_billing_flow import DAY, start_flow
+from tests.test_billing_pages import calls, get, save_card, settle
+from tests.test_subscription_management import post
+
+TRIAL_DAYS = 14
+
+
+@pytest.fixture
+def live_config():
+    return {"PROVIDER_TRIAL_DAYS": TRIAL_DAYS}
+
+
+@pytest.fixture
+def flow(live, emulator, stripe_client, prices):
+    return start_flow(live, emulator, stripe_client, prices)
+
+
+def start_trial(flow):
+    started = flow.intent()
+    subscription = started["subscription"]
+    assert subscription["status"] == "trialing", started
+    assert re.fullmatch(r"seti_\w+_secret_\w+", started["client_secret"]), "the card is collected up front"
+    return started
+
+
+def to_trial_end(flow, subscription_id):
+    trial_end = flow.stripe.v1.subscriptions.retrieve(subscription_id).trial_end
+    flow.emulator.advance(trial_end - flow.emulator.clock() + 1)
+    settle(flow)
+
+
+def test_a_first_subscription_is_a_trial_that_charges_the_card_it_collected(flow):
+    started = start_trial(flow)
+    subscription_id = started["subscription"]["id"]
+    live = flow.stripe.v1.subscriptions.retrieve(subscription_id)
+    assert live.trial_end - live.trial_start == TRIAL_DAYS * DAY
+    assert live.trial_settings.end_behavior.missing_payment_method == "pause"
+    assert live.payment_settings.save_default_payment_method == "on_subscription"
+    assert started["subscription"]["trial_end"] is not None
+    assert flow.me()["plan"] == "basic", "a trial entitles from its start"
+
+    card = flow.stripe.v1.setup_intents.confirm(started["client_secret"].split("_secret_")[0],
+                                                params={"payment_method": "pm_card_visa"}).payment_method
+    settle(flow)
+    assert flow.me()["card"] == {"brand": "visa", "last4": "4242"}
+    assert flow.notifications() == ["trial_started"]
+    assert get(flow, "/subscription/invoices/upcoming")["amount_due"] == 900, "the first charge, after the trial"
+
+    to_trial_end(flow, subscription_id)
+    me = flow.me()
+    assert me["plan"] == "basic" and me["subscription"]["status"] == "active"
+    invoices = get(flow, "/subscription/invoices")["data"]
+    assert [(invoice["amount_due"], invoice["status"]) for invoice in invoices] == [(900, "paid"), (0, "paid")]
+    live = flow.stripe.v1.subscriptions.retrieve(subscription_id, params={"expand": ["latest_invoice.payments"]})
+    intent = flow.stripe.v1.payment_intents.retrieve(live.latest_invoice.payments.data[0].payment.payment_intent)
+    assert intent.payment_method == card
+    assert flow.notifications() == ["trial_will_end", "trial_started"], "trialing -> active notifies nobody"
+
+
+def test_a_trial_without_a_card_pauses_and_the_plan_falls_to_free_until_a_card_resumes_it(flow):
+    subscription_id = start_trial(flow)["subscription"]["id"]
+    settle(flow)
+    to_trial_end(flow, subscription_id)
+    me = flow.me()
+    assert me["plan"] == "free" and me["subscription"]["status"] == "paused"
+    assert flow.notifications() == ["trial_will_end", "trial_started"]
+    assert get(flow, "/subscription/invoices/upcoming", expect=404)["error"]["code"] == "not_found"
+    again = flow.intent(expect=409)["error"]
+    assert again["code"] == "already_subscribed" and again["details"] == {"status": "paused"}
+
+    saved = save_card(flow, "pm_card_visa")
+    types = settle(flow)
+    assert "customer.subscription.resumed" in types
+    live = flow.stripe.v1.subscriptions.retrieve(subscription_id, params={"expand": ["latest_invoice"]})
+    assert live.status == "active" and live.default_payment_method == saved.payment_method
+    assert live.latest_invoice.amount_paid == 900
+    me = flow.me()
+    assert me["plan"] == "basic" and me["subscription"]["status"] == "active"
+    assert flow.notifications() == ["subscribed", "trial_will_end", "trial_started"]
+
+
+def test_a_second_subscription_gets_no_trial(flow):
+    start_trial(flow)
+    post(flow, "/subscription/cancel", {"at_period_end": False})
+    listed = calls(flow, "GET /v1/subscriptions")
+    second = flow.intent()
+    assert second["subscription"]["status"] == "incomplete" and second["subscription"]["trial_end"] is None
+    assert calls(flow, "GET /v1/subscriptions") == listed, "the stored subscription answers without asking Stripe"
+    assert second["client_secret"].startswith("pi_"), "the first payment is due now"
+    flow.pay(second["client_secret"])
+    settle(flow)
+    assert flow.me()["plan"] == "basic"
+    assert flow.notifications().count("trial_started") == 1
+
+
+def test_a_subscription_stripe_has_and_the_database_lost_rules_the_trial_out_too(flow):
+    start_trial(flow)
+    post(flow, "/subscription/cancel", {"at_period_end": False})
+    with flow.app.app_context():
+        db.session.execute(delete(Subscription))
+        db.session.commit()
+    second = flow.intent()
+    assert second["subscription"]["status"] == "incomplete" and second["client_secret"].startswith("pi_")
+
