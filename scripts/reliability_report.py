@@ -1,4 +1,4 @@
-"""Print the reliability suite's figures as a markdown table, for the README's "Reliability" section.
+"""Print the reliability suite's figures as a markdown table, for the "Reliability" section of docs/testing.md.
 
     python -m scripts.reliability_report [bench-results/reliability.json]
 

@@ -12,7 +12,7 @@ from tests.conftest import fresh_token
 
 load_all_checks()
 ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
-# What the document cannot express (README "OpenAPI document"), check -> operations it is left out for:
+# What the document cannot express (docs/api.md "OpenAPI document"), check -> operations it is left out for:
 # a schema-valid webhook body carries no valid Stripe signature (400); marshmallow checks an email
 # address more strictly than OpenAPI's format "email" (a one-letter top-level domain is a 422); the
 # prices offered are configuration (PROVIDER_PLANS), so another one is 422 unknown_price; an

@@ -1,4 +1,4 @@
-"""``python -m scripts.reliability_report``: which run it shows, and the README's table printed by it."""
+"""``python -m scripts.reliability_report``: which run it shows, and docs/testing.md's table printed by it."""
 import json
 import os
 import subprocess
@@ -48,8 +48,8 @@ def test_a_run_of_a_few_reliability_tests_is_recorded_as_partial():
     assert recorded["whole_suite"] is False and recorded["tests"] == {"passed": 1}
 
 
-def test_the_readme_table_has_every_row_the_report_prints(tmp_path):
+def test_the_docs_table_has_every_row_the_report_prints(tmp_path):
     printed = list(report(tmp_path, [run_of("2026-11-20T10:00:00Z", 1, True)]))
-    section = (ROOT / "README.md").read_text().split("\n## Reliability\n", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "testing.md").read_text().split("\n## Reliability\n", 1)[1].split("\n## ", 1)[0]
     table = [line for line in section.splitlines() if line.startswith("| ")][1:]  # the header row is blank
     assert [line.split(" | ")[0].removeprefix("| ") for line in table] == printed

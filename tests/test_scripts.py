@@ -82,7 +82,7 @@ def test_a_restarted_make_run_keeps_subscribed_users_working(tmp_path):
         again = http.post(f"{base}/subscription/intent", json={"price": prices["basic"]}, timeout=30)
         assert again.status_code == 409 and again.json()["error"]["code"] == "already_subscribed"
         assert http.post(f"{base}/subscription/portal", json={}, timeout=30).status_code == 200
-        # The README's `set -a; . instance/dev.env; set +a`, then the command.
+        # docs/operating.md's `set -a; . instance/dev.env; set +a`, then the command.
         dev_env = dict(line.split("=", 1) for line in (tmp_path / "dev.env").read_text().splitlines())
         flask_env = {**os.environ, **{name: value.strip("'") for name, value in dev_env.items()},
                      "DATABASE_URL": f"sqlite:///{tmp_path / 'app.db'}"}

@@ -150,7 +150,7 @@ def test_login_and_refresh_tokens_keep_spec_2s_name_and_abilities(app, client, a
     assert (token.name, token.abilities) == ("auth", [])
 
 
-# Every bearer endpoint and the ability it needs (README "Abilities"); None: any valid token.
+# Every bearer endpoint and the ability it needs (docs/api.md "Abilities"); None: any valid token.
 ENDPOINT_ABILITIES = {
     ("/auth/me", "get"): "profile:read",
     ("/subscription", "get"): "subscription:read",

@@ -1,4 +1,4 @@
-"""The developer's tools as the README gives them: plain ``pytest``, ``make test`` without a Redis of
+"""The developer's tools as the README and docs/testing.md give them: plain ``pytest``, ``make test`` without a Redis of
 one's own, ``pip install .`` in a clone."""
 import os
 import shutil
@@ -42,7 +42,7 @@ def test_without_redis_server_the_redis_tests_are_skipped_saying_why():
 
 
 def test_pip_install_leaves_nothing_untracked(tmp_path):
-    """``pip install .`` (the README's Production) builds in the source tree: git ignores what it leaves."""
+    """``pip install .`` (docs/operating.md's Production) builds in the source tree: git ignores what it leaves."""
     clone = tmp_path / "clone"
     files = run(["git", "ls-files", "--cached", "--others", "--exclude-standard"]).stdout.splitlines()
     for name in files:

@@ -4,7 +4,7 @@
 PostgreSQL of ``TEST_DATABASE_URL``) and the in-process emulator as its provider. ``tally`` counts
 what the suite did (events delivered, duplicates, reorderings, faults, inputs, lost updates); at the
 end of the session the counts are appended to ``bench-results/reliability.json``, which
-``scripts/reliability_report.py`` prints for the README. A run says whether it was the whole suite
+``scripts/reliability_report.py`` prints for docs/testing.md. A run says whether it was the whole suite
 (``make test``, ``pytest tests/reliability``) or a selection, and which arguments pytest had.
 """
 import json

@@ -1,5 +1,5 @@
 """The HTTP surface through a real gunicorn: what the app bounds answers as JSON with a request id, and
-what only gunicorn refuses (README "HTTP surface") stays as documented."""
+what only gunicorn refuses (docs/api.md "HTTP surface") stays as documented."""
 import json
 
 import requests

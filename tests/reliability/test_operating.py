@@ -1,4 +1,4 @@
-"""The production command as the README gives it: ``gunicorn -c gunicorn.conf.py wsgi:app`` with two
+"""The production command as docs/operating.md gives it: ``gunicorn -c gunicorn.conf.py wsgi:app`` with two
 workers, metrics on and JSON logs: counters add both workers' requests, every log line is JSON."""
 import json
 import os

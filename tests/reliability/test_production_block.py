@@ -1,4 +1,4 @@
-"""The README's Production block, followed literally: gunicorn and the delivery worker started with the
+"""The Production block of docs/operating.md, followed literally: gunicorn and the delivery worker started with the
 environment the block gives each of them, and the crontab's commands with the crontab's. Only the
 block's placeholders and hosts (database, secrets, SMTP server, metrics folder) become the test's own."""
 import os
@@ -26,8 +26,8 @@ _ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 
 
 def production_section():
-    """Return the README's Production block (sh) and its crontab, as text."""
-    section = (ROOT / "README.md").read_text().split("\n## Production\n", 1)[1].split("\n## ", 1)[0]
+    """Return the Production block (sh) of docs/operating.md and its crontab, as text."""
+    section = (ROOT / "docs" / "operating.md").read_text().split("\n## Production\n", 1)[1].split("\n## ", 1)[0]
     blocks = dict(re.findall(r"```(sh|cron)\n(.*?)```", section, re.S))
     return blocks["sh"], blocks["cron"]
 

@@ -147,7 +147,7 @@ def test_brute_force_on_login_gets_429_through_gunicorn(gunicorn):
 
 
 def test_a_shared_limit_store_holds_brute_force_to_the_configured_limit(redis_url, gunicorn):
-    """With Redis as ``RATELIMIT_STORAGE_URI`` (the README's production set-up) the four workers
+    """With Redis as ``RATELIMIT_STORAGE_URI`` (the production set-up of docs/operating.md) the four workers
     share one count: exactly ten guesses a minute, then 429."""
     assert gunicorn.post("/auth/register", json={"email": "ada@example.com", "password": PASSWORD}).status_code == 201
     statuses = [gunicorn.post("/auth/login", json={"email": "ada@example.com", "password": f"guess {n}"}).status_code
