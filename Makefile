@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install run demo test lint bench clean
+.PHONY: install run demo test test-deep lint bench clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,6 +12,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,dev]'
 	touch $@
 
+## make install: .venv with the service and its test and dev tools (pinned in setup.cfg); the other targets run it first
 install: $(VENV)/.installed
 
 ## make run: the local Stripe emulator + the service on SQLite, at http://127.0.0.1:5000
@@ -26,12 +27,20 @@ demo: install
 bench: install
 	$(PY) -m scripts.bench
 
-## make test: the whole suite (SQLite; set TEST_DATABASE_URL for PostgreSQL)
+## make test: the whole suite, generated inputs on a bounded budget, the bench's smoke run
+## (SQLite; set TEST_DATABASE_URL for PostgreSQL)
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+## make test-deep: the same suite with the larger budget (TEST_DEEP=1): more generated examples, schemathesis's
+## coverage phase, every bench row; CI runs it too
+test-deep: install
+	TEST_DEEP=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+## make lint: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, complexity <= 10)
 lint: install
 	$(VENV)/bin/ruff check app tests scripts wsgi.py gunicorn.conf.py
 
+## make clean: remove .venv, instance/ and pytest's cache
 clean:
 	rm -rf $(VENV) instance .pytest_cache
