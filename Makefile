@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# One pytest worker per core (pytest-xdist); an idle worker takes queued tests from a busy one.
+# PYTEST_ARGS='-n 0' runs the suite in one process.
+PYTEST_PARALLEL := -n auto --dist worksteal
 
 .PHONY: install run demo test test-deep lint bench clean
 
@@ -27,15 +30,15 @@ demo: install
 bench: install
 	$(PY) -m scripts.bench
 
-## make test: the whole suite, generated inputs on a bounded budget, the bench's smoke run
-## (SQLite; set TEST_DATABASE_URL for PostgreSQL)
+## make test: the whole suite, one worker per core, generated inputs on a bounded budget, the bench's smoke
+## run; under 3 min on 2 cores (SQLite; set TEST_DATABASE_URL for PostgreSQL: each worker makes its own database)
 test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 ## make test-deep: the same suite with the larger budget (TEST_DEEP=1): more generated examples, schemathesis's
 ## coverage phase, every bench row; CI runs it too
 test-deep: install
-	TEST_DEEP=1 $(PY) -m pytest $(PYTEST_ARGS)
+	TEST_DEEP=1 $(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 ## make lint: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, complexity <= 10)
 lint: install

@@ -4,8 +4,10 @@
 PostgreSQL of ``TEST_DATABASE_URL``) and the in-process emulator as its provider. ``tally`` counts
 what the suite did (events delivered, duplicates, reorderings, faults, inputs, lost updates); at the
 end of the session the counts are appended to ``bench-results/reliability.json``, which
-``scripts/reliability_report.py`` prints for the README.
+``scripts/reliability_report.py`` prints for the README; under pytest-xdist the workers of one run
+add up into one entry.
 """
+import fcntl
 import json
 import os
 import signal
@@ -27,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench-results" / "reliability.json"
 KEPT_RUNS = 50
 
+# The keys of TALLY that hold the largest figure a test saw, not a count: workers' runs take the maximum.
+MAXIMA = frozenset({"provider_fault_max_ms", "login_timing_median_diff_us", "brute_force_guesses_before_429",
+                    "brute_force_guesses_before_429_shared", "refresh_race_winners_max", "smtp_outage_ms"})
 _OUTCOMES = Counter()
 _STARTED = time.monotonic()
 
@@ -41,9 +46,28 @@ def pytest_runtest_logreport(report):
         _OUTCOMES[report.outcome] += 1
 
 
+def _read_runs():
+    if RESULTS.exists():
+        try:
+            return json.loads(RESULTS.read_text()).get("runs", [])
+        except (ValueError, AttributeError):
+            pass  # a damaged file must not fail the test run; it is only a report
+    return []
+
+
+def _added_up(earlier, run):
+    """One xdist worker's ``run`` added to what the run's other workers wrote before it (zero counts kept)."""
+    def add(a, b):
+        return {key: (max if key in MAXIMA else sum)((a.get(key, 0), b.get(key, 0)))
+                for key in sorted(a.keys() | b.keys())}
+
+    return {**run, "seconds": max(earlier["seconds"], run["seconds"]), "tests": add(earlier["tests"], run["tests"]),
+            "counts": add(earlier["counts"], run["counts"])}
+
+
 def pytest_sessionfinish(session, exitstatus):
     if not _OUTCOMES:
-        return  # the reliability suite did not run (a -k or a path elsewhere)
+        return  # the reliability suite did not run here (a -k, a path elsewhere, or another xdist worker)
     url = os.environ.get("TEST_DATABASE_URL") or "sqlite"
     run = {
         "finished_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -52,14 +76,17 @@ def pytest_sessionfinish(session, exitstatus):
         "tests": dict(_OUTCOMES),
         "counts": dict(sorted(TALLY.items())),
     }
-    runs = []
-    if RESULTS.exists():
-        try:
-            runs = json.loads(RESULTS.read_text()).get("runs", [])
-        except (ValueError, AttributeError):
-            runs = []  # a damaged file must not fail the test run; it is only a report
+    # Each xdist worker finishes a session of its own; the run's id is shared by its workers.
+    run_id = getattr(session.config, "workerinput", {}).get("testrunuid")
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"runs": (runs + [run])[-KEPT_RUNS:]}, indent=2) + "\n")
+    with open(RESULTS.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # workers finish at the same moment
+        runs = _read_runs()
+        if run_id is not None:
+            run["run_id"] = run_id
+            if runs and runs[-1].get("run_id") == run_id:
+                run = _added_up(runs.pop(), run)
+        RESULTS.write_text(json.dumps({"runs": (runs + [run])[-KEPT_RUNS:]}, indent=2) + "\n")
 
 
 @pytest.fixture
