@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# One pytest worker per core (pytest-xdist); an idle worker takes queued tests from a busy one.
+# PYTEST_ARGS='-n 0' runs the suite in one process.
+PYTEST_PARALLEL := -n auto --dist worksteal
 
-.PHONY: install run demo test lint bench clean
+.PHONY: install run demo test test-deep lint bench clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,6 +15,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,dev]'
 	touch $@
 
+## make install: .venv with the service and its test and dev tools (pinned in setup.cfg); the other targets run it first
 install: $(VENV)/.installed
 
 ## make run: the local Stripe emulator + the service on SQLite, at http://127.0.0.1:5000
@@ -26,14 +30,24 @@ demo: install
 bench: install
 	$(PY) -m scripts.bench
 
-## make test: the whole suite (SQLite; set TEST_DATABASE_URL for PostgreSQL). The few tests that need Redis
-## start their own redis-server, installed here when missing (apt-get, as root); without one they are skipped.
+## make test: the whole suite, one worker per core, generated inputs on a bounded budget, the bench's smoke
+## run; under 3 min on 2 cores (SQLite; set TEST_DATABASE_URL for PostgreSQL: each worker makes its own database).
+## The few tests that need Redis start their own redis-server, installed here when missing (apt-get, as root);
+## without one they are skipped.
 test: install
 	@$(PY) -m scripts.apt redis-server redis-server || echo "the tests that need Redis will be skipped"
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
+## make test-deep: the same suite with the larger budget (TEST_DEEP=1): more generated examples, schemathesis's
+## coverage phase, every bench row; CI runs it too
+test-deep: install
+	@$(PY) -m scripts.apt redis-server redis-server || echo "the tests that need Redis will be skipped"
+	TEST_DEEP=1 $(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+
+## make lint: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, complexity <= 10)
 lint: install
 	$(VENV)/bin/ruff check app tests scripts wsgi.py gunicorn.conf.py
 
+## make clean: remove .venv, instance/ and pytest's cache
 clean:
 	rm -rf $(VENV) instance .pytest_cache

@@ -1,6 +1,6 @@
 """Benchmarks with targets (issues 6 and 13): authenticated requests, webhook ingest, prune, login.
 
-``python -m scripts.bench [--db sqlite|postgres|both] [--duration S] [--quick]`` (``make bench``).
+``python -m scripts.bench [--db sqlite|postgres|both] [--duration S] [--quick | --smoke]`` (``make bench``).
 
 The service runs the way production runs it: gunicorn, 2 sync workers, on a throwaway PostgreSQL
 database (``subs_bench_<random>`` on 127.0.0.1:5432, user ``postgres``, dropped at the end) and/or
@@ -314,7 +314,7 @@ def summarize(runs):
 
 
 def run_rows(wrk, rows, args, workdir, meters=None):
-    """Measure ``rows`` (``{name: (port, path, token)}``): a warm-up each, then ``args.repeats`` rounds.
+    """Measure ``rows`` (``{name: (port, path, token)}``): a warm-up each (if any), then ``args.repeats`` rounds.
 
     Each round runs every row once for ``args.duration`` s, in turn, so that a row and the rows
     it is compared with share the machine's ups and downs. Returns ``{name: summarize(...)}``; a
@@ -322,8 +322,9 @@ def run_rows(wrk, rows, args, workdir, meters=None):
     by part (``cpu_ms_per_request``), wrk's own included.
     """
     meters = meters or {}
-    for port, path, token in rows.values():
-        run_wrk(wrk, port, path, WARM_UP_SECONDS, workdir, token)
+    if args.warm_up:
+        for port, path, token in rows.values():
+            run_wrk(wrk, port, path, args.warm_up, workdir, token)
     runs = {name: [] for name in rows}
     for _ in range(args.repeats):
         for name, (port, path, token) in rows.items():
@@ -595,7 +596,7 @@ def measure_webhooks(port, emulator, db, prices, args, pids):
     ``prices`` (``{plan: price id}``) are the emulator prices the service maps in ``PROVIDER_PLANS``;
     ``pids`` is ``{"gunicorn": master pid, "emulator": pid}``, whose CPU time is counted per event.
     """
-    customers = seed_customers(emulator, db.engine, f"hook-{db.kind}-", args.webhook_users + SINGLE_WEBHOOK_USERS)
+    customers = seed_customers(emulator, db.engine, f"hook-{db.kind}-", args.webhook_users + args.single_webhook_users)
     log(f"driving {len(customers)} subscription lifecycles at the emulator")
     events = lifecycle_events(emulator, prices, customers)
     loaded, single = customers[:args.webhook_users], customers[args.webhook_users:]
@@ -626,9 +627,24 @@ def measure_webhooks(port, emulator, db, prices, args, pids):
     log(f"webhooks: {hook['events_per_s']:.0f} events/s p50 {hook['p50_ms']:.1f} ms p99 {hook['p99_ms']:.1f} ms "
         f"errors {hook['errors']} (sent {hook['sent']} of {len(payloads)} in {hook['elapsed_s']:.1f} s; "
         f"{hook['provider_calls']} provider calls)")
-    out["webhook_single"] = drive_webhooks(port, in_creation_order({c: events[c] for c in single}), 1,
-                                           args.duration, WEBHOOK_SECRET)
+    if single:
+        out["webhook_single"] = drive_webhooks(port, in_creation_order({c: events[c] for c in single}), 1,
+                                               args.duration, WEBHOOK_SECRET)
     return out
+
+
+def wrk_rows(db, port, minimal_port, token, args):
+    """The wrk rows (``{name: (port, path, token)}``); under ``--smoke`` only the ceiling and ``GET /auth/me``."""
+    rows = {"minimal": (minimal_port, "/", None), "me": (port, "/auth/me", token)}
+    if args.smoke:
+        return rows
+    # The user with many tokens is another user, seeded first, so that its row runs in the same
+    # rounds as the row it is compared with (run after them, it met other ups and downs).
+    many_user, many_token = register_and_login(port, "bench-many@bench.example")
+    seed_other_tokens(db, many_user, args.other_tokens)
+    return {**rows, "bare": (port, "/_bench/bare", token),
+            "me_scoped": (port, "/auth/me", create_scoped_token(port, token)),
+            "me_many_tokens": (port, "/auth/me", many_token)}
 
 
 def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pid):
@@ -653,19 +669,13 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
         token, out["login"] = measure_logins(port, email, args.logins)
         log(f"login: p50 {out['login']['p50_ms']:.0f} ms over {args.logins}")
 
-        # The user with many tokens is another user, seeded first, so that its row runs in the same
-        # rounds as the row it is compared with (run after them, it met other ups and downs).
-        many_user, many_token = register_and_login(port, "bench-many@bench.example")
-        seed_other_tokens(db, many_user, args.other_tokens)
+        rows = wrk_rows(db, port, minimal_port, token, args)
         server = {"workers": lambda: children_of(gunicorn.process.pid)}
         if kind == "postgres":
             server["postgres"] = postgres_pids
-        out.update(run_rows(wrk, {"minimal": (minimal_port, "/", None), "bare": (port, "/_bench/bare", token),
-                                  "me": (port, "/auth/me", token),
-                                  "me_scoped": (port, "/auth/me", create_scoped_token(port, token)),
-                                  "me_many_tokens": (port, "/auth/me", many_token)}, args, workdir,
-                            meters={"me": server}))
-        out["me_many_tokens"]["other_tokens"] = args.other_tokens
+        out.update(run_rows(wrk, rows, args, workdir, meters={"me": server}))
+        if "me_many_tokens" in out:
+            out["me_many_tokens"]["other_tokens"] = args.other_tokens
 
         out["intent"] = measure_intents(port, prices["pro"], args.intents)
         out["swap"] = measure_swaps(port, emulator, db, prices, args.swaps)
@@ -711,30 +721,37 @@ def _wrk_cells(row):
     return [_spread(row, "rps", 0, " req/s"), _f(row["p50_ms"]), _spread(row, "p99_ms", 1), str(row["errors"])]
 
 
+def _token_cost_rows(kind, r):
+    """The rows of ``GET /auth/me`` with other tokens than the login one, each a cost against it."""
+    me, scoped, many = r["me"], r["me_scoped"], r["me_many_tokens"]
+    scoped_cost = 1 - scoped["rps"] / me["rps"] if me["rps"] else 1.0
+    scoped_ok = scoped_cost < TOKENS_MAX_COST and scoped["errors"] == 0
+    cost = 1 - many["rps"] / me["rps"] if me["rps"] else 1.0
+    many_ok = cost < TOKENS_MAX_COST and many["errors"] == 0
+    return [[kind, "`GET /auth/me`, personal token scoped to `profile:read`", *_wrk_cells(scoped),
+             f"cost {scoped_cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors", verdict(scoped_ok)],
+            [kind, f"`GET /auth/me`, user owns {many['other_tokens']:,} other tokens", *_wrk_cells(many),
+             f"cost {cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors", verdict(many_ok)]]
+
+
 def table_rows(kind, r, args):
+    """The table's rows for database ``kind``; a row ``--smoke`` did not measure is left out."""
     rows = []
-    minimal, bare, me, many = r["minimal"], r["bare"], r["me"], r["me_many_tokens"]
+    minimal, me = r["minimal"], r["me"]
     runs = f"{CONNECTIONS} conn, {args.repeats} x {args.duration} s"
     rows.append([kind, f"minimal Flask app, one JSON route (the ceiling), {runs}", *_wrk_cells(minimal), "",
                  "ceiling", ""])
-    rows.append([kind, f"`GET /_bench/bare`: the app's hooks, no database, {runs}", *_wrk_cells(bare),
-                 f"{bare['rps'] / minimal['rps']:.0%} of minimal", "(no target)", "info"])
+    if "bare" in r:
+        rows.append([kind, f"`GET /_bench/bare`: the app's hooks, no database, {runs}", *_wrk_cells(r["bare"]),
+                     f"{r['bare']['rps'] / minimal['rps']:.0%} of minimal", "(no target)", "info"])
     share, target_share = me["rps"] / minimal["rps"], ME_MIN_SHARE_OF_MINIMAL[kind]
     me_ok = share >= target_share and me["p99_ms"] < ME_MAX_P99_MS and me["errors"] == 0
     cpu = " + ".join(f"{part} {ms:.2f}" for part, ms in me["cpu_ms_per_request"].items())
     rows.append([kind, f"`GET /auth/me`, valid token, {runs}", *_wrk_cells(me),
                  f"{share:.0%} of minimal; CPU/request (ms): {cpu}",
                  f">= {target_share:.0%} of minimal, p99 < {ME_MAX_P99_MS:g} ms, 0 errors", verdict(me_ok)])
-    scoped = r["me_scoped"]
-    scoped_cost = 1 - scoped["rps"] / me["rps"] if me["rps"] else 1.0
-    scoped_ok = scoped_cost < TOKENS_MAX_COST and scoped["errors"] == 0
-    rows.append([kind, "`GET /auth/me`, personal token scoped to `profile:read`", *_wrk_cells(scoped),
-                 f"cost {scoped_cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors",
-                 verdict(scoped_ok)])
-    cost = 1 - many["rps"] / me["rps"] if me["rps"] else 1.0
-    many_ok = cost < TOKENS_MAX_COST and many["errors"] == 0
-    rows.append([kind, f"`GET /auth/me`, user owns {many['other_tokens']:,} other tokens", *_wrk_cells(many),
-                 f"cost {cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors", verdict(many_ok)])
+    if "me_scoped" in r:
+        rows += _token_cost_rows(kind, r)
     hook = r["webhook"]
     calls = hook["provider_calls_per_event"]
     detail = (f"{_f(calls, 2)} provider calls/event; {hook['ok']:,} ok of {hook['events']:,}; "
@@ -757,10 +774,11 @@ def table_rows(kind, r, args):
                  f"{_f(prune['seconds'])} s", "", "", "0" if prune["pruned"] == prune["tokens"] else "wrong count",
                  f"peak RSS {_f(prune['peak_rss_mb'], 0)} MB; pruned {prune['pruned']:,}",
                  f"<= {PRUNE_MAX_SECONDS:g} s, peak RSS < {PRUNE_MAX_RSS_MB:g} MB", verdict(prune_ok)])
-    single = r["webhook_single"]
-    rows.append([kind, "one webhook delivery at a time (1 sender, no load)",
-                 f"{_f(single['events_per_s'], 0)} events/s", _f(single["p50_ms"]), _f(single["p99_ms"]),
-                 str(single["errors"]), f"{single['ok']:,} ok of {single['sent']:,}", "(no target)", "info"])
+    if "webhook_single" in r:
+        single = r["webhook_single"]
+        rows.append([kind, "one webhook delivery at a time (1 sender, no load)",
+                     f"{_f(single['events_per_s'], 0)} events/s", _f(single["p50_ms"]), _f(single["p99_ms"]),
+                     str(single["errors"]), f"{single['ok']:,} ok of {single['sent']:,}", "(no target)", "info"])
     intent = r["intent"]
     rows.append([kind, f"`POST /subscription/intent`, new customer, sequential, {intent['requests']} calls", "",
                  _f(intent["p50_ms"]), _f(intent["p99_ms"]), str(intent["errors"]),
@@ -795,8 +813,12 @@ def main(argv=None):
     parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per wrk row and webhook bound")
     parser.add_argument("--quick", action="store_true", help="smaller counts and 3 s rows, for a smoke run")
+    parser.add_argument("--smoke", action="store_true",
+                        help="--quick with 1 s rows, no warm-up and one row of each kind (make test's smoke run)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the raw results go (JSON)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.quick, args.duration = True, 1
     if args.quick:
         args.duration = min(args.duration, 3.0)
     args.duration = max(1, round(args.duration))
@@ -807,6 +829,8 @@ def main(argv=None):
     args.swaps = 6 if args.quick else SWAPS
     args.repeats = 1 if args.quick else REPEATS
     args.webhook_users = 20 if args.quick else WEBHOOK_USERS
+    args.single_webhook_users = 0 if args.smoke else SINGLE_WEBHOOK_USERS
+    args.warm_up = 0 if args.smoke else WARM_UP_SECONDS
     args.hash_params = hash_params()
 
     wrk = ensure_wrk()
@@ -836,7 +860,7 @@ def main(argv=None):
     wall = time.perf_counter() - started
     print(table)
     print(f"\n{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}; gunicorn -w 2 -k sync; "
-          f"each wrk row {args.repeats} x {args.duration} s after a {WARM_UP_SECONDS} s warm-up, median (min-max); "
+          f"each wrk row {args.repeats} x {args.duration} s after a {args.warm_up} s warm-up, median (min-max); "
           f"whole bench {wall:.0f} s; load average at the end {os.getloadavg()[0]:.2f}.")
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps({

@@ -2,7 +2,8 @@
 
 The database is SQLite in a temporary folder, or the PostgreSQL database named by
 ``TEST_DATABASE_URL`` (CI sets one up and throws it away). The schema is built once per session by
-the real migrations; every test then starts from empty tables.
+the real migrations; every test then starts from empty tables. Under pytest-xdist (``make test``
+runs ``-n auto``) each worker has a database of its own.
 """
 import copy
 import json
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 import stripe
 from flask_migrate import upgrade
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import create_engine, make_url, select, text
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from app import create_app
@@ -53,18 +54,52 @@ def _reset_schema(url):
     engine.dispose()
 
 
-@pytest.fixture(scope="session")
-def database_url(tmp_path_factory):
+def _on_server(url, *statements):
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")  # CREATE and DROP DATABASE refuse a transaction
+    with engine.connect() as conn:
+        for statement in statements:
+            conn.execute(text(statement))
+    engine.dispose()
+
+
+@contextmanager
+def _worker_database(url, worker):
+    """Yield the URL of ``<database>_<worker>``, a database made beside ``url``'s for one xdist worker, then drop it.
+
+    Workers must not share one: every test empties the tables, and the fault tests end every
+    connection of the database.
+    """
+    name = f"{make_url(url).database}_{worker}"
+    _on_server(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        _on_server(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def _session_database(tmp_path_factory):
     url = os.environ.get("TEST_DATABASE_URL")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if url and worker:
+        with _worker_database(url, worker) as worker_url:
+            yield worker_url
+        return
     if url:
         _reset_schema(url)
-    else:
+    else:  # each xdist worker has a temporary folder of its own
         url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
-    migrating = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": url})
-    with migrating.app_context():
-        upgrade(directory=MIGRATIONS)
-        db.engine.dispose()
-    return url
+    yield url
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory):
+    with _session_database(tmp_path_factory) as url:
+        migrating = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": url})
+        with migrating.app_context():
+            upgrade(directory=MIGRATIONS)
+            db.engine.dispose()
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -82,7 +82,7 @@ DATABASE_COMMANDS = [(["create-user", "q@example.com", "--password-stdin"], PASS
 
 @pytest.mark.parametrize("args, stdin", DATABASE_COMMANDS)
 @pytest.mark.parametrize("url", [f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nothing",
-                                 "sqlite:////nonexistent-directory/app.db"])
+                                 "sqlite:////nonexistent-directory/app.db"], ids=["postgresql", "sqlite"])
 def test_an_unreachable_database_is_one_line(app, make_app, url, args, stdin):
     broken = make_app(SQLALCHEMY_DATABASE_URI=url)
     line = one_line_failure(broken.test_cli_runner().invoke(args=args, input=stdin))

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 
 from tests.conftest import fresh_token
+from tests.depth import budget
 
 load_all_checks()
 ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
@@ -26,6 +27,10 @@ NOT_EXPRESSIBLE = {
                                  "/subscription/swap/preview", "/subscription/invoices"} | KEYED,
     "negative_data_rejection": {"/notifications", "/auth/tokens", "/subscription/invoices"},
 }
+
+# A few examples per operation, the same ones every run; more in the deep run.
+EXAMPLES = settings(max_examples=budget(quick=10, deep=50), deadline=None, derandomize=True, database=None,
+                    suppress_health_check=list(HealthCheck))
 
 
 def excluded_for(case):
@@ -45,13 +50,13 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 
 
 @schema.parametrize()
-@settings(max_examples=50, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@EXAMPLES
 def test_every_schemathesis_check_passes(case):
     case.call_and_validate(checks=ALL_CHECKS, excluded_checks=excluded_for(case))
 
 
 @schema.parametrize()
-@settings(max_examples=50, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@EXAMPLES
 def test_every_schemathesis_check_passes_with_a_valid_token(case, fuzzed_app):
     case.call_and_validate(headers={"Authorization": f"Bearer {fresh_token(fuzzed_app)}"}, checks=ALL_CHECKS,
                            excluded_checks=excluded_for(case))

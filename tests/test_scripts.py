@@ -15,6 +15,7 @@ import stripe
 
 from scripts.demo import Demo
 from scripts.dev import API_KEY, Stack
+from tests.depth import budget
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,21 +125,25 @@ def test_the_emulator_clock_only_rewinds(emulator):
 
 
 def test_make_bench_runs_every_row(tmp_path):
-    """``make bench``'s script, shortened (``--quick``, 1 s rows), on the suite's database kind.
+    """``make bench``'s script, shortened, on the suite's database kind: ``--smoke`` (one row of each
+    kind) under ``make test``, ``--quick`` with 1 s rows (every row) under ``make test-deep``.
 
     Its exit status is 1 while a target is missed, which a 1 s row on a busy test machine says
     nothing about; what this proves is that every row was measured with no failed request.
     """
     kind = "postgres" if os.environ.get("TEST_DATABASE_URL", "").startswith("postgresql") else "sqlite"
     results = tmp_path / "bench.json"
-    run = subprocess.run([sys.executable, "-m", "scripts.bench", "--quick", "--duration", "1", "--db", kind,
+    shortened = budget(quick=["--smoke"], deep=["--quick", "--duration", "1"])
+    run = subprocess.run([sys.executable, "-m", "scripts.bench", *shortened, "--db", kind,
                           "--results", str(results)], cwd=Path(__file__).resolve().parent.parent,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode in (0, 1), run.stderr[-4000:]
     rows = [line for line in run.stdout.splitlines() if line.startswith(f"| {kind} |")]
-    for measured in ("minimal Flask app", "`GET /_bench/bare`", "`GET /auth/me`, valid token",
-                     "webhook ingest, lifecycle mix", "`flask prune-tokens`", "`POST /auth/login`",
-                     "`POST /subscription/swap` round trip"):
+    every_kind = ("minimal Flask app", "`GET /auth/me`, valid token", "webhook ingest, lifecycle mix",
+                  "`flask prune-tokens`", "`POST /subscription/intent`", "`POST /subscription/swap` round trip",
+                  "`POST /auth/login`")
+    every_row = ("`GET /_bench/bare`", "personal token scoped", "other tokens", "one webhook delivery at a time")
+    for measured in budget(quick=every_kind, deep=every_kind + every_row):
         assert any(measured in row for row in rows), (measured, run.stdout)
     assert all(row.split(" | ")[5] in {"0", ""} for row in rows), run.stdout
     webhook = json.loads(results.read_text())["results"][kind]["webhook"]

@@ -24,16 +24,20 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import WebhookEvent
 from tests.conftest import PASSWORD, fresh_token, sign
+from tests.depth import budget
 from tests.reliability.support import TALLY
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           response_headers_conformance]
-EXAMPLES_PER_OPERATION = 15
+EXAMPLES_PER_OPERATION = budget(quick=15, deep=30)
 
 
 @pytest.fixture
 def api_schema(fuzzed_app):
-    return schemathesis.openapi.from_wsgi("/openapi.json", fuzzed_app)
+    loaded = schemathesis.openapi.from_wsgi("/openapi.json", fuzzed_app)
+    # The coverage phase tries every boundary of every field: about 100 s, so only in the deep run.
+    loaded.config.phases.coverage.enabled = budget(quick=False, deep=True)
+    return loaded
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")
@@ -116,7 +120,7 @@ def events_of(customer):
                                       optional={"previous_attributes": previous | st.none()})}))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=budget(quick=50, deep=400), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_generated_signed_webhook_bodies_never_answer_5xx(app, provider_customer, data):
     """Correctly signed but arbitrary JSON: 200 (an event the service may ignore) or 400, never 5xx.
@@ -133,7 +137,7 @@ def test_generated_signed_webhook_bodies_never_answer_5xx(app, provider_customer
     assert set(response.json) <= {"received", "error"}
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=budget(quick=30, deep=200), deadline=None, suppress_health_check=list(HealthCheck))
 @given(payload=st.binary(max_size=300) | st.text(max_size=100).map(str.encode),
        header=st.one_of(st.none(), st.text(max_size=80), st.builds(
            lambda t, v: f"t={t},v1={v}", st.integers(-10**12, 10**12) | st.text(max_size=12),
@@ -180,7 +184,7 @@ def test_events_whose_object_contradicts_their_type_are_refused_or_ignored_witho
     assert response.status_code in (200, 400)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=budget(quick=20, deep=120), deadline=None, suppress_health_check=list(HealthCheck))
 @given(email=st.text(max_size=60), password=st.text(max_size=60), name=st.one_of(st.none(), st.text(max_size=60)))
 def test_odd_unicode_and_nul_bytes_in_credentials_never_answer_5xx(app, email, password, name):
     client = app.test_client()
