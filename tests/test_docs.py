@@ -1,5 +1,6 @@
 """The documentation: README.md and docs/*.md link only to files and headings that exist, the
 configuration table names exactly the settings the service reads, and the README stays short."""
+import os
 import re
 from pathlib import Path
 from urllib.parse import unquote
@@ -89,7 +90,8 @@ def broken_links(page, root=ROOT, shared=SHARED):
         if SCHEME.match(target):
             continue  # https:, mailto:: not this repository's to check
         path, _, anchor = target.partition("#")
-        resolved = (page.parent / unquote(path)).resolve() if path else page
+        # Normalised, not resolved: ../shared may be a symbolic link to a folder elsewhere.
+        resolved = Path(os.path.normpath(page.parent / unquote(path))) if path else page
         where = f"{page.name}:{number}: {target}"
         if not resolved.is_relative_to(root):
             if not resolved.is_relative_to(shared):

@@ -260,6 +260,27 @@ def test_new_keys_with_a_body_sent_before_are_new_changes_at_stripe(flow):
     assert flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].price.id == flow.prices["pro"]
 
 
+def test_a_retry_stripe_replays_writes_the_subscription_as_it_is_now(flow):
+    subscription_id = subscribe(flow)
+    post(flow, "/subscription/swap", {"price": flow.prices["pro"]}, key="lost-answer")
+    flow.portal(subscription_id, "swap", price=flow.prices["team"])  # Stripe moves on, and says so
+    flow.deliver()
+    with flow.app.app_context():  # as if the first answer had been lost (a 5xx is not stored)
+        db.session.execute(db.delete(IdempotencyKey))
+        db.session.commit()
+    again = post(flow, "/subscription/swap", {"price": flow.prices["pro"]}, key="lost-answer")
+    assert again.json["subscription"]["price"] == flow.prices["team"], "Stripe's state now, not its replay"
+    assert stored(flow, subscription_id)[0] == flow.prices["team"]
+
+
+def test_a_proration_date_stripe_refuses_is_422(flow):
+    subscribe(flow)
+    refused = post(flow, "/subscription/swap", {"price": flow.prices["pro"], "proration_date": 1},
+                   expect=422).json["error"]
+    assert refused["code"] == "validation_error" and "proration_date" in refused["details"]
+    assert flow.me()["plan"] == "basic"
+
+
 def test_a_replayed_402_is_the_first_answer(flow):
     subscription_id = subscribe(flow)
     use_card(flow, subscription_id, "pm_card_chargeDeclined")
@@ -273,14 +294,20 @@ def test_a_replayed_402_is_the_first_answer(flow):
 def test_a_key_is_kept_24_hours_then_it_names_a_new_request(flow):
     subscribe(flow)
     post(flow, "/subscription/swap", {"price": flow.prices["pro"]}, key="monthly-upgrade")
+    expired = utcnow() - timedelta(hours=24, seconds=1)
     with flow.app.app_context():
-        db.session.execute(db.update(IdempotencyKey).values(created_at=utcnow() - timedelta(hours=24, seconds=1)))
+        db.session.execute(db.update(IdempotencyKey).values(created_at=expired, id=10**9))
+        row = db.session.scalars(db.select(IdempotencyKey)).one()
+        # More expired keys than one request prunes, all before this key's own row.
+        db.session.add_all([IdempotencyKey(user_id=row.user_id, key=f"old-{n}", request_digest="x", status=200,
+                                           body="{}", created_at=expired) for n in range(15)])
         db.session.commit()
     answer = post(flow, "/subscription/swap", {"price": flow.prices["team"]}, key="monthly-upgrade")
     assert "Idempotent-Replayed" not in answer.headers and answer.json["subscription"]["plan"] == "team"
     with flow.app.app_context():
-        kept = db.session.scalars(db.select(IdempotencyKey)).all()
-        assert len(kept) == 1 and kept[0].created_at > utcnow() - timedelta(minutes=1), "the expired key was pruned"
+        kept = db.session.scalars(db.select(IdempotencyKey).where(IdempotencyKey.key == "monthly-upgrade")).all()
+        assert len(kept) == 1 and kept[0].created_at > utcnow() - timedelta(minutes=1)
+        assert db.session.scalar(db.select(db.func.count(IdempotencyKey.id))) == 1 + 15 - 10, "ten pruned"
 
 
 def test_the_intent_and_the_portal_take_an_idempotency_key(flow):

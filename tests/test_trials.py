@@ -91,6 +91,15 @@ def test_a_trial_without_a_card_pauses_and_the_plan_falls_to_free_until_a_card_r
     assert flow.notifications() == ["subscribed", "trial_will_end", "trial_started"]
 
 
+def test_a_paused_trial_can_be_cancelled(flow):
+    subscription_id = start_trial(flow)["subscription"]["id"]
+    settle(flow)
+    to_trial_end(flow, subscription_id)
+    response = flow.client.post("/subscription/cancel", json={"at_period_end": True}, headers=flow.headers)
+    assert response.status_code == 200 and response.json["subscription"]["status"] == "canceled"
+    assert flow.stripe.v1.subscriptions.retrieve(subscription_id).status == "canceled"
+
+
 def test_a_second_subscription_gets_no_trial(flow):
     start_trial(flow)
     post(flow, "/subscription/cancel", {"at_period_end": False})

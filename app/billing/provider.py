@@ -8,6 +8,20 @@ from abc import ABC, abstractmethod
 
 from flask import current_app
 
+from app.errors import AppError
+
+
+class InvalidProrationDate(AppError):
+    """422 ``validation_error``: Stripe refused the client's ``proration_date`` (not in the current period)."""
+
+    status = 422
+    code = "validation_error"
+
+    @classmethod
+    def refused(cls, proration_date):
+        message = "Must fall within the subscription's current period (a preview's proration_date does)."
+        return cls("The request body is not valid.", details={"proration_date": [message]})
+
 
 class SubscriptionProvider(ABC):
     """What the service needs from a payment provider. Every call may raise ``ProviderUnavailable``."""

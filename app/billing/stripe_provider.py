@@ -14,7 +14,7 @@ import requests
 import stripe
 
 from app import jsonbody
-from app.billing.provider import SubscriptionProvider
+from app.billing.provider import InvalidProrationDate, SubscriptionProvider
 from app.errors import (
     InvalidJson,
     InvalidSignature,
@@ -74,13 +74,16 @@ def _provider_call(what):
 
 @contextmanager
 def _unknown_price_refused(params):
-    """Map Stripe's refusal of a price in ``params["items"]`` to ``UnknownPrice`` (422)."""
+    """Map Stripe's refusal of a price in ``params["items"]`` to ``UnknownPrice`` (422), and of the
+    client's ``proration_date`` (outside the current period) to ``InvalidProrationDate`` (422)."""
     try:
         yield
     except stripe.InvalidRequestError as exc:
         prices = [item.get("price") for item in params.get("items") or () if item.get("price")]
         if exc.param and "price" in exc.param and prices:
             raise UnknownPrice.for_price(prices[0]) from exc
+        if exc.param and exc.param.endswith("proration_date") and "proration_date" in params:
+            raise InvalidProrationDate.refused(params["proration_date"]) from exc
         raise
 
 
@@ -196,11 +199,23 @@ class StripeProvider(SubscriptionProvider):
             page = self._v1.subscriptions.list(params={"customer": customer_id, "status": "all", "limit": 100})
             return [subscription.to_dict() for subscription in page.auto_paging_iter()]
 
+    def _now_if_replayed(self, answer):
+        """Stripe's answer, or the subscription as it is now when Stripe replayed an earlier answer.
+
+        A replay (``Idempotent-Replayed: true``: a retry of a call that went through) describes the
+        subscription as it was then; written as "now", it would roll a newer state back.
+        """
+        response = answer.last_response
+        if response is not None and response.headers.get("Idempotent-Replayed") == "true":
+            return self.retrieve_subscription(answer.id)
+        return answer.to_dict()
+
     def update_subscription(self, subscription_id, params, idempotency_key):
         with _provider_call("update subscription"), _unknown_price_refused(params):
-            return self._v1.subscriptions.update(
+            answer = self._v1.subscriptions.update(
                 subscription_id, params={**params, "expand": SUBSCRIPTION_EXPAND},
-                options={"idempotency_key": idempotency_key}).to_dict()
+                options={"idempotency_key": idempotency_key})
+        return self._now_if_replayed(answer)
 
     def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
         params = {"prorate": True} if prorate else {}
@@ -208,7 +223,8 @@ class StripeProvider(SubscriptionProvider):
             params["invoice_now"] = True
         options = {"idempotency_key": idempotency_key} if idempotency_key else {}
         with _provider_call("cancel subscription"):
-            return self._v1.subscriptions.cancel(subscription_id, params=params, options=options).to_dict()
+            answer = self._v1.subscriptions.cancel(subscription_id, params=params, options=options)
+        return self._now_if_replayed(answer)
 
     def preview_invoice(self, subscription_id, subscription_details=None):
         params = {"subscription": subscription_id}
@@ -224,9 +240,10 @@ class StripeProvider(SubscriptionProvider):
 
     def resume_subscription(self, subscription_id, idempotency_key):
         with _provider_call("resume subscription"):
-            return self._v1.subscriptions.resume(
+            answer = self._v1.subscriptions.resume(
                 subscription_id, params={"billing_cycle_anchor": "now", "expand": SUBSCRIPTION_EXPAND},
-                options={"idempotency_key": idempotency_key}).to_dict()
+                options={"idempotency_key": idempotency_key})
+        return self._now_if_replayed(answer)
 
     def list_invoices(self, customer_id, limit, starting_after=None):
         params = {"customer": customer_id, "limit": limit}

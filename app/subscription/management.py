@@ -13,7 +13,7 @@ from flask import current_app
 
 from app.billing import objects, plans, state
 from app.billing.provider import get_provider
-from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, TERMINAL_STATUSES
+from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, PAUSED_STATUSES, TERMINAL_STATUSES
 from app.errors import Conflict, UnknownPrice
 from app.extensions import db
 from app.idempotency import provider_key
@@ -165,11 +165,19 @@ def present_line(line):
 def cancel(user, at_period_end=True):
     """Cancel the live subscription at the period's end (a grace period) or now; return the row.
 
+    A ``paused`` subscription (a trial that ended without a card) is cancelled now.
+
     Cancelling now prorates per ``PROVIDER_PRORATION`` (``none``: no credit; ``always_invoice``: the
     final invoice at once). A cancellation already scheduled is answered without a provider call.
     Raises ``NotSubscribed`` (409), ``ProviderRejected`` (502), ``ProviderUnavailable`` (503).
     """
-    subscription = _changeable(user)
+    subscriptions = _locked_subscriptions(user)
+    # A trial paused for want of a card has no period to run out: it can only end now.
+    paused = _newest([s for s in subscriptions if s.provider_status in PAUSED_STATUSES])
+    subscription = live_subscription(subscriptions) or paused
+    if subscription is None:
+        raise NotSubscribed()
+    at_period_end = at_period_end and subscription is not paused
     provider = get_provider()
     if at_period_end and subscription.cancel_at_period_end:
         return subscription

@@ -61,14 +61,19 @@ def counter(server, name, **labels):
 def test_metrics_add_up_both_workers_requests(production):
     server, directory = production
     assert not (directory / "counter_999999.db").exists(), "a previous run's file is cleaned at start"
-    sent = 60
-    with ThreadPoolExecutor(8) as pool:
-        statuses = list(pool.map(lambda _: requests.get(f"{server.url}/health/ready", timeout=10).status_code,
-                                 range(sent)))
+    sent, served_by = 0, set()
+    # Which worker accepts is the kernel's choice: on a busy machine one may take a whole round.
+    for _ in range(10):
+        with ThreadPoolExecutor(8) as pool:
+            statuses = list(pool.map(lambda _: requests.get(f"{server.url}/health/ready", timeout=10).status_code,
+                                     range(60)))
+        sent += 60
+        assert statuses == [200] * 60
+        records = [json.loads(line) for line in server.log.read_text().splitlines() if line.strip()]
+        served_by = {r["pid"] for r in records if r.get("logger") == "app.request" and r["path"] == "/health/ready"}
+        if len(served_by) == WORKERS:
+            break
     TALLY["metrics_requests_two_workers"] += sent
-    assert statuses == [200] * sent
-    records = [json.loads(line) for line in server.log.read_text().splitlines() if line.strip()]
-    served_by = {r["pid"] for r in records if r.get("logger") == "app.request" and r["path"] == "/health/ready"}
     assert served_by == set(server.workers()) and len(served_by) == WORKERS, "both workers answered some"
     # Whichever worker answers the scrape, it reports every worker's requests.
     totals = {counter(server, "http_requests_total", endpoint="/health/ready", status="200") for _ in range(6)}
