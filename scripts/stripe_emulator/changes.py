@@ -60,16 +60,27 @@ def proration_date(store: Store, sub: dict, value) -> int:
     return when
 
 
+def _share_left(sub: dict, when: int) -> float:
+    """The share of the current period left after ``when`` (0 once it is over)."""
+    start, end = billing.period_start(sub), billing.period_end(sub)
+    return (end - when) / (end - start) if end > max(start, when) else 0
+
+
+def _unused_line(sub: dict, item: dict, when: int) -> dict:
+    """The credit for the time left after ``when`` on the item's current price and quantity."""
+    old = item["price"]
+    credit = -round(old["unit_amount"] * item["quantity"] * _share_left(sub, when))
+    return objects.invoice_line(
+        sub["id"], item["id"], old, item["quantity"], credit, when, billing.period_end(sub),
+        f"Unused time on {item['quantity']} × {old['id']} after {_day(when)}", proration=True)
+
+
 def proration_lines(sub: dict, planned: list, when: int) -> list[dict]:
     """A credit for the unused time of each changed item and a charge for the rest at its new terms."""
-    start, end = billing.period_start(sub), billing.period_end(sub)
-    share = (end - when) / (end - start) if end > start else 0
+    end, share = billing.period_end(sub), _share_left(sub, when)
     lines = []
     for item, price, quantity in planned:
-        old = item["price"]
-        lines.append(objects.invoice_line(
-            sub["id"], item["id"], old, item["quantity"], -round(old["unit_amount"] * item["quantity"] * share),
-            when, end, f"Unused time on {item['quantity']} × {old['id']} after {_day(when)}", proration=True))
+        lines.append(_unused_line(sub, item, when))
         lines.append(objects.invoice_line(
             sub["id"], item["id"], price, quantity, round(price["unit_amount"] * quantity * share),
             when, end, f"Remaining time on {quantity} × {price['id']} after {_day(when)}", proration=True))
@@ -83,15 +94,19 @@ def apply_items(sub: dict, planned: list) -> None:
         item["quantity"] = quantity
 
 
-def charge_now(store: Store, sub: dict, lines: list) -> tuple[dict, str]:
+def _invoice_and_charge(store: Store, sub: dict, lines: list, start: int, end: int) -> tuple[dict, str]:
     """Invoice ``lines`` (``billing_reason`` ``subscription_update``) and charge it off-session."""
-    inv = billing.open_invoice(store, sub, "subscription_update", lines[0]["period"]["start"],
-                               lines[0]["period"]["end"], lines=lines)
+    inv = billing.open_invoice(store, sub, "subscription_update", start, end, lines=lines)
     billing.finalize(store, inv)
     if inv["amount_due"] == 0:
         billing.mark_paid(store, inv)
         return inv, "succeeded"
     return inv, billing.attempt(store, inv, dunning.paying_method(store, sub))
+
+
+def charge_now(store: Store, sub: dict, lines: list) -> tuple[dict, str]:
+    """Invoice a change's proration ``lines`` for their period and charge it off-session."""
+    return _invoice_and_charge(store, sub, lines, lines[0]["period"]["start"], lines[0]["period"]["end"])
 
 
 def set_pending(store: Store, sub: dict, planned: list, inv: dict) -> None:
@@ -191,29 +206,17 @@ def check_update(params: dict) -> None:
 def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool) -> None:
     """``DELETE /v1/subscriptions/{id}``'s ``prorate`` (credit the unused time) and ``invoice_now``
     (invoice what is pending now; a credit larger than the charges goes to the customer's balance)."""
-    lines = take_prorations(sub)
+    lines, now = take_prorations(sub), store.now()
     if prorate:
-        end, now = billing.period_end(sub), store.now()
-        share = (end - now) / (end - billing.period_start(sub)) if end > now else 0
-        lines += [objects.invoice_line(
-            sub["id"], item["id"], item["price"], item["quantity"],
-            -round(item["price"]["unit_amount"] * item["quantity"] * share), now, end,
-            f"Unused time on {item['quantity']} × {item['price']['id']} after {_day(now)}", proration=True)
-            for item in sub["items"]["data"]]
+        lines += [_unused_line(sub, item, now) for item in sub["items"]["data"]]
     if not invoice_now or not lines:
         sub["_pending_prorations"] = lines
         return
-    inv = billing.open_invoice(store, sub, "subscription_update", store.now(), store.now(), lines=lines)
-    billing.finalize(store, inv)
     credit = sum(line["amount"] for line in lines)
-    if credit < 0:
-        cus = store.customers.get(sub["customer"])
-        if cus is not None:
-            cus["balance"] += credit
-    if inv["amount_due"] == 0:
-        billing.mark_paid(store, inv)
-    else:
-        billing.attempt(store, inv, dunning.paying_method(store, sub))
+    cus = store.customers.get(sub["customer"])
+    if credit < 0 and cus is not None:
+        cus["balance"] += credit
+    _invoice_and_charge(store, sub, lines, now, now)
 
 
 def preview(store: Store, params: dict) -> dict:
