@@ -42,6 +42,7 @@ PARAMETER = {
                    "it is 422 idempotency_key_reused. A random value (a UUID) per intended action.",
 }
 
+
 class InvalidIdempotencyKey(AppError):
     status = 400
     code = "invalid_idempotency_key"

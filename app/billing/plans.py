@@ -26,11 +26,15 @@ def plan_for_price(price):
     return price
 
 
+def newest(subscriptions):
+    """Return the newest of ``subscriptions`` (by the provider's creation time, then id), or ``None``."""
+    return max(subscriptions, key=lambda s: (s.provider_created_at or s.created_at, s.id), default=None)
+
+
 def entitled_subscription(user, now=None):
     """Return the newest subscription that is valid at ``now``, or ``None``."""
     now = now or utcnow()
-    valid = [s for s in user.subscriptions if s.is_valid(now)]
-    return max(valid, key=lambda s: (s.provider_created_at or s.created_at, s.id), default=None)
+    return newest([s for s in user.subscriptions if s.is_valid(now)])
 
 
 def entitled_plan(user, now=None):
@@ -44,9 +48,7 @@ def entitled_plan(user, now=None):
 def current_subscription(user, now=None):
     """Return the subscription to show the user: the entitled one, else the newest."""
     subscription = entitled_subscription(user, now)
-    if subscription is not None or not user.subscriptions:
-        return subscription
-    return max(user.subscriptions, key=lambda s: (s.provider_created_at or s.created_at, s.id))
+    return subscription if subscription is not None else newest(user.subscriptions)
 
 
 def recompute_plan(user):

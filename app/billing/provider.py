@@ -18,7 +18,7 @@ class InvalidProrationDate(AppError):
     code = "validation_error"
 
     @classmethod
-    def refused(cls, proration_date):
+    def refused(cls):
         message = "Must fall within the subscription's current period (a preview's proration_date does)."
         return cls("The request body is not valid.", details={"proration_date": [message]})
 

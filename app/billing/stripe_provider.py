@@ -73,7 +73,7 @@ def _provider_call(what):
 
 
 @contextmanager
-def _unknown_price_refused(params):
+def _client_values_refused(params):
     """Map Stripe's refusal of a price in ``params["items"]`` to ``UnknownPrice`` (422), and of the
     client's ``proration_date`` (outside the current period) to ``InvalidProrationDate`` (422)."""
     try:
@@ -83,7 +83,7 @@ def _unknown_price_refused(params):
         if exc.param and "price" in exc.param and prices:
             raise UnknownPrice.for_price(prices[0]) from exc
         if exc.param and exc.param.endswith("proration_date") and "proration_date" in params:
-            raise InvalidProrationDate.refused(params["proration_date"]) from exc
+            raise InvalidProrationDate.refused() from exc
         raise
 
 
@@ -186,7 +186,7 @@ class StripeProvider(SubscriptionProvider):
         if trial_days:
             params["trial_period_days"] = trial_days
             params["trial_settings"] = {"end_behavior": {"missing_payment_method": "pause"}}
-        with _provider_call("create subscription"), _unknown_price_refused(params):
+        with _provider_call("create subscription"), _client_values_refused(params):
             subscription = self._v1.subscriptions.create(params=params, options={"idempotency_key": idempotency_key})
         return subscription.to_dict()
 
@@ -211,7 +211,7 @@ class StripeProvider(SubscriptionProvider):
         return answer.to_dict()
 
     def update_subscription(self, subscription_id, params, idempotency_key):
-        with _provider_call("update subscription"), _unknown_price_refused(params):
+        with _provider_call("update subscription"), _client_values_refused(params):
             answer = self._v1.subscriptions.update(
                 subscription_id, params={**params, "expand": SUBSCRIPTION_EXPAND},
                 options={"idempotency_key": idempotency_key})
@@ -230,7 +230,7 @@ class StripeProvider(SubscriptionProvider):
         params = {"subscription": subscription_id}
         if subscription_details:
             params["subscription_details"] = subscription_details
-        with _provider_call("preview invoice"), _unknown_price_refused(subscription_details or {}):
+        with _provider_call("preview invoice"), _client_values_refused(subscription_details or {}):
             try:
                 return self._v1.invoices.create_preview(params=params).to_dict()
             except stripe.InvalidRequestError as exc:

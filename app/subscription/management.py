@@ -22,10 +22,6 @@ from app.subscription.errors import NotSubscribed, PaymentRequired, Subscription
 from app.timeutil import utcnow
 
 
-def _newest(subscriptions):
-    return max(subscriptions, key=lambda s: (s.provider_created_at or s.created_at, s.id), default=None)
-
-
 def _locked_subscriptions(user):
     """Lock the user and return their subscriptions as stored now (a webhook may have written since)."""
     lock_user(user)
@@ -35,7 +31,7 @@ def _locked_subscriptions(user):
 
 def live_subscription(subscriptions):
     """Return the newest subscription in a live status (paid for, or in dunning), or ``None``."""
-    return _newest([s for s in subscriptions if s.provider_status in LIVE_STATUSES])
+    return plans.newest([s for s in subscriptions if s.provider_status in LIVE_STATUSES])
 
 
 def _changeable(user, lock=True):
@@ -173,7 +169,7 @@ def cancel(user, at_period_end=True):
     """
     subscriptions = _locked_subscriptions(user)
     # A trial paused for want of a card has no period to run out: it can only end now.
-    paused = _newest([s for s in subscriptions if s.provider_status in PAUSED_STATUSES])
+    paused = plans.newest([s for s in subscriptions if s.provider_status in PAUSED_STATUSES])
     subscription = live_subscription(subscriptions) or paused
     if subscription is None:
         raise NotSubscribed()
@@ -200,7 +196,7 @@ def resume(user):
     call. Raises ``NotSubscribed`` (409) without a subscription.
     """
     subscriptions = [s for s in _locked_subscriptions(user) if s.provider_status != "incomplete"]
-    subscription = _newest(subscriptions)
+    subscription = plans.newest(subscriptions)
     if subscription is None:
         raise NotSubscribed()
     ended = subscription.ends_at is not None and subscription.ends_at <= utcnow()
