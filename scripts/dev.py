@@ -14,6 +14,7 @@ subscriptions ``instance/app.db`` knows. When one of the processes dies, the oth
 import argparse
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -161,6 +162,7 @@ class Stack:
         provider_env = {**set_up_provider(emulator_url, service_url), "MAIL_SERVER": "127.0.0.1",
                         "MAIL_PORT": str(self.smtp_port), "MAILDIR": str(self.maildir)}
         env = {**os.environ, **provider_env, **SETTINGS}
+        env.setdefault("SECRET_KEY", secrets.token_hex(32))
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
         self.env_file.parent.mkdir(exist_ok=True)

@@ -190,6 +190,15 @@ class StripeProvider(SubscriptionProvider):
             subscription = self._v1.subscriptions.create(params=params, options={"idempotency_key": idempotency_key})
         return subscription.to_dict()
 
+    def retrieve_price(self, price_id):
+        with _provider_call("retrieve price"):
+            try:
+                return self._v1.prices.retrieve(price_id).to_dict()
+            except stripe.InvalidRequestError as exc:
+                if exc.code == "resource_missing":
+                    raise UnknownPrice.for_price(price_id) from exc
+                raise
+
     def retrieve_subscription(self, subscription_id):
         with _provider_call("retrieve subscription"):
             return self._v1.subscriptions.retrieve(subscription_id, params={"expand": SUBSCRIPTION_EXPAND}).to_dict()
@@ -212,15 +221,20 @@ class StripeProvider(SubscriptionProvider):
 
     def update_subscription(self, subscription_id, params, idempotency_key):
         with _provider_call("update subscription"), _client_values_refused(params):
-            answer = self._v1.subscriptions.update(
-                subscription_id, params={**params, "expand": SUBSCRIPTION_EXPAND},
-                options={"idempotency_key": idempotency_key})
+            try:
+                answer = self._v1.subscriptions.update(
+                    subscription_id, params={**params, "expand": SUBSCRIPTION_EXPAND},
+                    options={"idempotency_key": idempotency_key})
+            except stripe.IdempotencyError:
+                # The key's request went through before, with parameters decided from a state that
+                # has moved on since (a retried upgrade that is now a downgrade): it is done, and
+                # doing it again would change twice what the client asked once.
+                log.info("update of subscription %s under a used key; reading it as it is now", subscription_id)
+                return self.retrieve_subscription(subscription_id)
         return self._now_if_replayed(answer)
 
-    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
+    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False):
         params = {"prorate": True} if prorate else {}
-        if invoice_now:
-            params["invoice_now"] = True
         options = {"idempotency_key": idempotency_key} if idempotency_key else {}
         with _provider_call("cancel subscription"):
             answer = self._v1.subscriptions.cancel(subscription_id, params=params, options=options)
