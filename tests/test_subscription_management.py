@@ -106,10 +106,13 @@ def test_a_declined_swap_keeps_price_and_plan_until_a_good_payment_applies_it(fl
     assert flow.me()["plan"] == "basic" and stored(flow, subscription_id)[0] == flow.prices["basic"]
     assert flow.notifications()[0] == "swap_payment_failed" and "plan_changed" not in flow.notifications()
 
-    flow.pay(refused["details"]["client_secret"], "pm_card_visa")
+    paid_with = flow.pay(refused["details"]["client_secret"], "pm_card_visa").payment_method
     assert "customer.subscription.pending_update_applied" in flow.deliver()
     assert flow.me()["plan"] == "pro" and stored(flow, subscription_id)[0] == flow.prices["pro"]
     assert flow.notifications().count("plan_changed") == 1
+    flow.deliver()
+    assert flow.stripe.v1.subscriptions.retrieve(subscription_id).default_payment_method == paid_with, \
+        "the card that paid is promoted: the declining one would fail the next renewal"
 
 
 def test_a_swap_that_needs_authentication_answers_402_with_the_invoice_to_confirm(flow):
