@@ -8,6 +8,7 @@ from urllib.parse import unquote
 import pytest
 
 from app import config
+from app.billing.events import REQUIRED_EVENT_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -199,3 +200,14 @@ def test_every_documented_setting_exists():
 def test_each_exception_is_read_by_gunicorn_conf_and_not_by_app_config(name):
     assert name not in settings_read_by_app_config()
     assert re.search(rf"\b{name}\b", (ROOT / "gunicorn.conf.py").read_text())
+
+
+def documented_event_types():
+    """Return the event types docs/operating.md lists as needed, in its order."""
+    text = (DOCS / "operating.md").read_text()
+    listing = text.split("The event types the service needs", 1)[1].split("\n\n", 2)[1]
+    return re.findall(r"^- `([a-z_.]+)`$", listing, re.M)
+
+
+def test_the_documented_event_types_are_the_event_tables():
+    assert documented_event_types() == list(REQUIRED_EVENT_TYPES)
