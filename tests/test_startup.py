@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from tests.conftest import WEBHOOK_SECRET, deliver, load_event
@@ -50,6 +51,15 @@ def test_a_bad_setting_is_one_line_and_a_non_zero_exit(tmp_path):
     result = run([*FLASK, "db", "upgrade"], environ(tmp_path, AUTH_TOKEN_EXPIRATION="a week"))
     assert result.returncode == 4  # gunicorn's "App failed to load": its master stops
     assert result.stderr.strip().splitlines() == ["Error: AUTH_TOKEN_EXPIRATION must be a whole number, got 'a week'"]
+
+
+@pytest.mark.parametrize("url, refused", [("mysql://app@db/subscriptions", "got mysql://"),
+                                         ("not a url", "got something that is not a URL")])
+def test_a_database_url_of_another_database_is_one_line_not_no_such_command(tmp_path, url, refused):
+    result = run([*FLASK, "prune-tokens"], environ(tmp_path, DATABASE_URL=url))
+    assert result.returncode == 4
+    assert result.stderr.splitlines() == ["Error: DATABASE_URL must be a postgresql:// (psycopg) or sqlite:/// URL, "
+                                          f"e.g. postgresql://app@db/subscriptions; {refused}"]
 
 
 def gunicorn(tmp_path, env, workers):
