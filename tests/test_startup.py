@@ -62,6 +62,19 @@ def test_a_database_url_of_another_database_is_one_line_not_no_such_command(tmp_
                                           f"e.g. postgresql://app@db/subscriptions; {refused}"]
 
 
+@pytest.mark.parametrize("args, line", [
+    (["prune-tokens", "--nope"], "Error: No such option: --nope (see 'flask prune-tokens --help')"),
+    (["prune-token"], "Error: No such command 'prune-token' (see 'flask --help')"),
+    (["db", "upgrad"], "Error: No such command 'upgrad' (see 'flask db --help')"),
+    (["webhook-replay"], "Error: name at least one EVENT_ID, or pass --failed (see 'flask webhook-replay --help')"),
+])
+def test_a_usage_error_is_one_line_and_exit_status_2(tmp_path, args, line):
+    result = run([*FLASK, *args], environ(tmp_path))
+    # Started as ``python -m flask``, which click names so in the hint.
+    line = line.replace("'flask", "'python -m flask")
+    assert (result.returncode, result.stderr.splitlines(), result.stdout) == (2, [line], "")
+
+
 def gunicorn(tmp_path, env, workers):
     port = free_port()
     log = tmp_path / "gunicorn.log"
