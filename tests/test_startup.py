@@ -94,6 +94,17 @@ def test_gunicorn_refuses_to_start_without_the_webhook_secret(tmp_path):
                       "without it (several secrets may be given, comma-separated, while rotating)"]
 
 
+def test_a_rate_limit_store_without_its_client_library_stops_the_master_once(tmp_path):
+    env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET, RATELIMIT_STORAGE_URI="memcached://127.0.0.1:11211")
+    process, _, log = gunicorn(tmp_path, env, workers=3)
+    assert process.wait(30) == 1
+    lines = log.read_text().splitlines()
+    assert [line for line in lines if "[INFO]" not in line] == [
+        "Error: RATELIMIT_STORAGE_URI cannot be used: 'pymemcache' prerequisite not available. "
+        "See https://limits.readthedocs.io/en/stable/storage.html#supported-versions for more details."]
+    assert not any("Booting worker" in line for line in lines)
+
+
 def _serve_and_stop(tmp_path, env, workers):
     run([*FLASK, "db", "upgrade"], env).check_returncode()
     process, url, log = gunicorn(tmp_path, env, workers)
