@@ -9,6 +9,7 @@ import pytest
 
 from app import config
 from app.billing.events import REQUIRED_EVENT_TYPES
+from app.subscription.schemas import QuantityRequestSchema
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -211,3 +212,14 @@ def documented_event_types():
 
 def test_the_documented_event_types_are_the_event_tables():
     assert documented_event_types() == list(REQUIRED_EVENT_TYPES)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_commands_in_the_docs_need_only_python3(page):
+    # uuidgen (util-linux) is absent from slim images, where python3 always is.
+    assert "uuidgen" not in page.read_text()
+
+
+def test_the_seat_limits_are_documented_as_the_schema_has_them():
+    (seats,) = QuantityRequestSchema().fields["quantity"].validators
+    assert f'"quantity" ({seats.min} to {seats.max} seats;' in (DOCS / "api.md").read_text()
