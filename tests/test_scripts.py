@@ -1,5 +1,5 @@
 """``make run``'s stack (scripts/dev.py), ``make demo`` (scripts/demo.py) and ``make bench``
-(scripts/bench.py), run as the Makefile runs them."""
+(scripts/bench/), run as the Makefile runs them."""
 import json
 import os
 import re
