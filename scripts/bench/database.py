@@ -31,6 +31,7 @@ class Database:
         self.engine = create_engine(self.url)
 
     def drop(self):
+        """Drop the database (PostgreSQL) or delete its files (SQLite)."""
         self.engine.dispose()
         if self.kind == "postgres":
             import psycopg
@@ -43,6 +44,7 @@ class Database:
 
 
 def service_env(db, emulator_url, plans):
+    """Return the service's environment on ``db``, against the emulator at ``emulator_url``, with ``plans``."""
     env = {k: v for k, v in os.environ.items() if k not in app_config.DEFAULTS and not k.startswith("FLASK_")}
     env.update(
         DATABASE_URL=db.url,
@@ -94,5 +96,6 @@ def seed_expired_tokens(db, user_id, count):
 
 
 def count_rows(db, model, *where):
+    """Return how many rows of ``model`` match ``where``."""
     with db.engine.connect() as conn:
         return conn.scalar(select(func.count()).select_from(model.__table__).where(*where))

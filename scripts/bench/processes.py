@@ -28,6 +28,7 @@ class Service:
         self.process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT)
 
     def wait_http(self, port, path, timeout=60):
+        """Wait until ``GET path`` answers 200, or stop the process and raise with its log."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -43,6 +44,7 @@ class Service:
         raise RuntimeError(f"{self.name} did not come up; its log:\n{self.log_path.read_text()[-4000:]}")
 
     def stop(self):
+        """Terminate the process (killed after 15 s) and close its log."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -54,6 +56,7 @@ class Service:
 
 
 def request(port, method, path, body=None, headers=None, timeout=30):
+    """Send one request to the service on ``port``; return its status and body."""
     conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
     try:
         conn.request(method, path, body=body, headers=headers or {})
@@ -64,6 +67,7 @@ def request(port, method, path, body=None, headers=None, timeout=30):
 
 
 def post_json(port, path, payload):
+    """POST ``payload`` as JSON; return the status and the decoded answer."""
     status, body = request(port, "POST", path, json.dumps(payload).encode(), {"Content-Type": "application/json"})
     return status, json.loads(body or b"null")
 

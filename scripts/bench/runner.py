@@ -32,6 +32,7 @@ def parse_wrk(output):
 
 
 def run_wrk(wrk, port, path, duration, workdir, token=None, connections=CONNECTIONS):
+    """Run wrk against ``path`` for ``duration`` s (with ``token`` as bearer); return ``parse_wrk``'s figures."""
     script = Path(workdir) / "bench.lua"
     lines = ['wrk.headers["Accept"] = "application/json"']
     if token:

@@ -10,6 +10,7 @@ from scripts.bench.webhook_load import percentile
 
 
 def measure_logins(port, email, count):
+    """Time ``count`` sequential logins of ``email``; return a token and the latencies."""
     latencies, failures, token = [], 0, None
     for _ in range(count):
         started = time.perf_counter()

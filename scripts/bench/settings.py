@@ -32,4 +32,5 @@ PRUNE_MAX_RSS_MB = 200.0
 
 
 def log(message):
+    """Print a timestamped progress line to standard error (the table goes to standard output)."""
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
