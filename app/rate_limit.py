@@ -81,7 +81,7 @@ class RateLimiter:
 
 
 def storage_for(config):
-    """Return the ``limits`` store named by ``RATELIMIT_STORAGE_URI``, without connecting to it.
+    """Return the ``limits`` store named by ``RATELIMIT_STORAGE_URI``; no request is sent to it yet.
 
     Raises ``ConfigError`` naming the variable when the store's client library is not installed
     (pymemcache for ``memcached://``, ...): gunicorn's master calls this before it forks, so that
