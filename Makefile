@@ -18,9 +18,16 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 ## make install: .venv with the service and its test and dev tools (pinned in setup.cfg); the other targets run it first
 install: $(VENV)/.installed
 
-## make run: the local Stripe emulator + the service on SQLite, at http://127.0.0.1:5000
+# make run's ports and the folder of its database, emulator state, mail and dev.env; a second stack
+# beside the first takes others: make run PORT=5001 EMULATOR_PORT=12112 SMTP_PORT=8026 INSTANCE=instance-2
+PORT ?= 5000
+EMULATOR_PORT ?= 12111
+SMTP_PORT ?= 8025
+INSTANCE ?= instance
+
+## make run: the local Stripe emulator + the service on SQLite, at http://127.0.0.1:$(PORT); Ctrl-C stops it (exit 0)
 run: install
-	$(PY) -m scripts.dev
+	$(PY) -m scripts.dev --port $(PORT) --emulator-port $(EMULATOR_PORT) --smtp-port $(SMTP_PORT) --instance $(INSTANCE)
 
 ## make demo: the whole flow, step by step (uses a running `make run`, else starts its own)
 demo: install

@@ -3,8 +3,9 @@
 Every setting can be overridden on the command line (``-w``, ``-b``, ...) or by ``GUNICORN_CMD_ARGS``.
 Read by gunicorn's master before it imports the app, which is why the metrics directory is set here.
 The master also checks the service's settings once, before any worker starts (``on_starting``): a
-bad or missing one, ``PROVIDER_WEBHOOK_SECRET`` included, is one line and exit status 1, and
-several workers counting rate limits in their own memory are warned about.
+bad or missing one, ``PROVIDER_WEBHOOK_SECRET`` and a rate-limit store whose client library is not
+installed included, is one line and exit status 1, and several workers counting rate limits in
+their own memory are warned about.
 """
 import glob
 import multiprocessing
@@ -56,9 +57,13 @@ def _check_settings(server):
     # Imported here, not at the top: importing the app imports prometheus_client, which must come
     # after PROMETHEUS_MULTIPROC_DIR is set above.
     from app.config import ConfigError, serving_config
+    from app.rate_limit import storage_for
 
     try:
         config = serving_config()
+        # Built here and dropped (no connection is made): a store whose client library is missing
+        # would otherwise fail in every worker, each with its own line, before the master gives up.
+        storage_for(config)
     except ConfigError as exc:
         sys.exit(f"Error: {exc}")
     if server.cfg.workers > 1 and config["RATELIMIT_STORAGE_URI"].startswith("memory://"):

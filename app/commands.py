@@ -17,7 +17,7 @@ from app.auth.schemas import RegisterSchema
 from app.billing.commands import COMMANDS as BILLING_COMMANDS
 from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
-from app.cli import ServiceCommand, one_line_failures
+from app.cli import ServiceAppGroup, ServiceCommand, one_line_failures
 from app.extensions import db
 from app.models import User
 from app.notifications.commands import deliver_notifications_command
@@ -135,6 +135,7 @@ COMMANDS = (create_user_command, prune_tokens_command, sync_user_command, check_
 
 def register_commands(app):
     """Add the service's commands to ``app.cli`` and give the extensions' groups one-line failures too."""
+    app.cli = ServiceAppGroup(app.cli.name, commands=app.cli.commands)
     for name, command in list(app.cli.commands.items()):
         if isinstance(command, click.Group):
             app.cli.add_command(one_line_failures(command), name)

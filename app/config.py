@@ -8,6 +8,8 @@ from urllib.parse import urlsplit
 
 from limits import parse
 from limits.storage import SCHEMES as _LIMITS_SCHEMES
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 
 class ConfigError(RuntimeError):
@@ -85,6 +87,29 @@ def _rate_limit(name, raw):
     except ValueError:
         raise ConfigError(f'{name} must be a rate limit such as "60 per minute", got {raw!r}') from None
     return str(raw)
+
+
+# The databases the service runs on, by SQLAlchemy driver name: its SQL speaks these two dialects, and
+# setup.cfg installs psycopg (3) for PostgreSQL. A URL without a driver, as hosting platforms hand
+# them out (``postgresql://``, Heroku's ``postgres://``), means psycopg rather than SQLAlchemy's
+# default psycopg2, which is not installed.
+DATABASE_DRIVERS = {"sqlite": "sqlite", "sqlite+pysqlite": "sqlite+pysqlite", "postgresql": "postgresql+psycopg",
+                    "postgres": "postgresql+psycopg", "postgresql+psycopg": "postgresql+psycopg"}
+
+
+def _database_uri(raw):
+    """Return ``DATABASE_URL`` with its driver named; raise ``ConfigError`` for another database or a non-URL."""
+    uri = str(raw or "").strip()
+    usage = "DATABASE_URL must be a postgresql:// (psycopg) or sqlite:/// URL, e.g. postgresql://app@db/subscriptions"
+    try:
+        url = make_url(uri)
+    except ArgumentError:
+        # Not echoed: a mistyped URL may still hold a password.
+        raise ConfigError(f"{usage}; got something that is not a URL") from None
+    driver = DATABASE_DRIVERS.get(url.drivername)
+    if driver is None:
+        raise ConfigError(f"{usage}; got {url.drivername}://")
+    return uri if driver == url.drivername else url.set(drivername=driver).render_as_string(hide_password=False)
 
 
 def _choice(name, raw, choices):
@@ -166,6 +191,8 @@ MAX_TRIAL_DAYS = 730
 
 def validate(config):
     """Normalise the raw values in the Flask ``config`` in place; raise ``ConfigError`` naming a bad one."""
+    if "SQLALCHEMY_DATABASE_URI" in config:  # absent from serving_config's: create_app sets the default
+        config["SQLALCHEMY_DATABASE_URI"] = _database_uri(config["SQLALCHEMY_DATABASE_URI"])
     config["AUTH_TOKEN_EXPIRATION"] = _int_or_none("AUTH_TOKEN_EXPIRATION", config["AUTH_TOKEN_EXPIRATION"])
     config["AUTH_REMEMBER_ME"] = _flag(config["AUTH_REMEMBER_ME"])
     # Optional here: only the webhook endpoint needs it (it answers 503 without), and serving

@@ -3,8 +3,15 @@
 ``/health`` stays one ``SELECT 1`` for load balancers polling often; ``/health/ready`` also asks the
 rate-limit store (when it is not the in-process ``memory://``) and the SMTP server (when
 ``MAIL_SERVER`` is set), for deploys and orchestrators that route traffic only to a ready instance.
+
+A failing part is logged as one line naming it, where it is (host and port, or the SQLite file)
+and why (the errno's name and text when the system gave one), at most once a minute per process
+for one cause: probes come every few seconds, and a traceback per probe buried the cause.
 """
+import errno
 import logging
+import time
+from urllib.parse import urlsplit
 
 from flask import current_app
 from marshmallow import Schema, fields
@@ -17,6 +24,8 @@ from app.extensions import db, limiter
 from app.notifications.channels import EmailChannel
 
 log = logging.getLogger(__name__)
+# Seconds before the same failure (part, place, cause) is logged again by one process.
+LOG_EVERY_SECONDS = 60
 blp = Blueprint("health", __name__, description="Liveness and readiness")
 
 
@@ -39,14 +48,51 @@ def check_database():
 
 
 def check_rate_limit_store():
-    """Raise unless the rate-limit store (Redis in production) answers a ping."""
-    if not limiter.storage.check():
-        raise ConnectionError("the rate-limit store did not answer")
+    """Raise unless the rate-limit store (Redis in production) answers a read."""
+    # A read of a key no limit uses, rather than the store's check(), which says only True or
+    # False: its error carries the cause (connection refused, timed out) for the log.
+    limiter.storage.get("health-check")
 
 
 def check_smtp():
     """Raise unless the email channel opens an SMTP session as it sends (TLS, login; nothing sent)."""
     EmailChannel(current_app.config).check()
+
+
+def where(name, config):
+    """Return where part ``name`` is: ``host:port``, or the SQLite file; never a password."""
+    if name == "database":
+        url = db.engine.url
+        return url.database if url.get_backend_name() == "sqlite" else f"{url.host}:{url.port or 5432}"
+    if name == "rate_limit_store":
+        uri = urlsplit(config["RATELIMIT_STORAGE_URI"])
+        return f"{uri.hostname}:{uri.port}" if uri.port else uri.hostname
+    return f"{config['MAIL_SERVER']}:{config['MAIL_PORT']}"
+
+
+def cause(error):
+    """Return why ``error`` happened in a few words: the errno in its chain, else its deepest error's first line."""
+    chain = []
+    while error is not None and all(error is not seen for seen in chain):
+        chain.append(error)
+        # SQLAlchemy keeps the driver's error in ``orig``; the others chain theirs.
+        error = getattr(error, "orig", None) or error.__cause__ or error.__context__
+    for link in chain:
+        if isinstance(link, OSError) and link.errno:
+            return f"{errno.errorcode.get(link.errno, link.errno)} ({link.strerror})"
+    root = chain[-1]
+    return f"{type(root).__name__}: {(str(root).strip().splitlines() or [''])[0]}"
+
+
+def report_failure(name, error):
+    """Log part ``name``'s failure as one line, unless this process logged the same one within a minute."""
+    config = current_app.config
+    line = f"{name} at {where(name, config)} unavailable: {cause(error)}"
+    logged = current_app.extensions.setdefault("health_failures_logged", {})
+    now = time.monotonic()
+    if line not in logged or now - logged[line] >= LOG_EVERY_SECONDS:
+        logged[line] = now
+        log.warning("health check: %s", line)
 
 
 def configured_checks(config):
@@ -66,8 +112,8 @@ def health():
     """Answer ``{"status": "ok"}`` when ``SELECT 1`` succeeds; 503 ``service_unavailable`` otherwise."""
     try:
         check_database()
-    except SQLAlchemyError:
-        log.warning("health check: database unreachable", exc_info=True)
+    except SQLAlchemyError as exc:
+        report_failure("database", exc)
         raise ServiceUnavailable("The database is not answering.") from None
     return {"status": "ok"}
 
@@ -87,7 +133,7 @@ def ready():
         try:
             check()
         except Exception as exc:  # noqa: BLE001 -- any failure of a part means "not ready", and says which
-            log.warning("readiness check %s failed: %s", name, type(exc).__name__, exc_info=True)
+            report_failure(name, exc)
             results[name] = f"unavailable ({type(exc).__name__})"
         else:
             results[name] = "ok"

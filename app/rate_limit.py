@@ -47,25 +47,9 @@ class RateLimiter:
     """The app's limiter: ``init_app(app)`` binds the store, ``limit(...)`` decorates a view."""
 
     def init_app(self, app):
-        """Connect the store named by ``RATELIMIT_STORAGE_URI`` with ``RATELIMIT_STRATEGY``.
-
-        ``RATELIMIT_STORAGE_OPTIONS`` (a mapping) is passed to the store's constructor; the store's
-        own errors are always wrapped as ``limits``' ``StorageError``, whatever the backend. A Redis
-        or Valkey store gets ``socket_timeout`` and ``socket_connect_timeout`` of ``STORE_TIMEOUT``
-        seconds unless those options set their own.
-        """
-        uri = app.config["RATELIMIT_STORAGE_URI"]
-        timeouts = {"socket_timeout": STORE_TIMEOUT, "socket_connect_timeout": STORE_TIMEOUT}
-        redis = urlsplit(uri).scheme in RedisStorage.STORAGE_SCHEME
-        options = {**(timeouts if redis else {}),
-                   **app.config.get("RATELIMIT_STORAGE_OPTIONS", {}), "wrap_exceptions": True}
-        try:
-            storage = storage_from_string(uri, **options)
-        except LimitsConfigurationError as exc:
-            # A scheme whose client library is not installed (pymemcache for memcached://, ...).
-            raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
-        app.extensions["rate_limiter"] = {"strategy": STRATEGIES[app.config["RATELIMIT_STRATEGY"]](storage),
-                                          "store_down": False}
+        """Bind the store of ``storage_for(app.config)`` with ``RATELIMIT_STRATEGY``."""
+        app.extensions["rate_limiter"] = {"strategy": STRATEGIES[app.config["RATELIMIT_STRATEGY"]](
+            storage_for(app.config)), "store_down": False}
 
     @property
     def storage(self):
@@ -95,6 +79,27 @@ class RateLimiter:
             return limited
 
         return decorator
+
+
+def storage_for(config):
+    """Return the ``limits`` store named by ``RATELIMIT_STORAGE_URI``; no request is sent to it yet.
+
+    Raises ``ConfigError`` naming the variable when the store's client library is not installed
+    (pymemcache for ``memcached://``, ...): gunicorn's master calls this before it forks, so that
+    the error is one line there rather than one per worker. ``RATELIMIT_STORAGE_OPTIONS`` (a
+    mapping) is passed to the store's constructor; the store's own errors are always wrapped as
+    ``limits``' ``StorageError``, whatever the backend. A Redis or Valkey store gets
+    ``socket_timeout`` and ``socket_connect_timeout`` of ``STORE_TIMEOUT`` seconds unless those
+    options set their own.
+    """
+    uri = config["RATELIMIT_STORAGE_URI"]
+    timeouts = {"socket_timeout": STORE_TIMEOUT, "socket_connect_timeout": STORE_TIMEOUT}
+    redis = urlsplit(uri).scheme in RedisStorage.STORAGE_SCHEME
+    options = {**(timeouts if redis else {}), **config.get("RATELIMIT_STORAGE_OPTIONS", {}), "wrap_exceptions": True}
+    try:
+        return storage_from_string(uri, **options)
+    except LimitsConfigurationError as exc:
+        raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
 
 
 def _check(limiter, item, scope, key):

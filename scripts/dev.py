@@ -9,7 +9,10 @@ it used is written to ``instance/dev.env`` so that other terminals
 Remember-me (``AUTH_REMEMBER_ME``) is on, and first subscriptions get a 14-day trial (``PROVIDER_TRIAL_DAYS``).
 The emulator keeps its state in ``instance/emulator.json``, so a restart finds the customers and
 subscriptions ``instance/app.db`` knows. When one of the processes dies, the others are stopped and
-``make run`` says which one it was and how it ended.
+``make run`` says which one it was and how it ended (exit status 1). Ctrl-C (SIGINT) or SIGTERM is
+a clean stop: every process is stopped and the exit status is 0. ``--port``, ``--emulator-port``,
+``--smtp-port`` and ``--instance`` (``make run PORT=... EMULATOR_PORT=... SMTP_PORT=... INSTANCE=...``)
+let a second stack run beside the first.
 """
 import argparse
 import json
@@ -28,9 +31,12 @@ import stripe
 from app.billing.events import REQUIRED_EVENT_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
-DEV_ENV = ROOT / "instance" / "dev.env"
+INSTANCE = ROOT / "instance"
+DEV_ENV = INSTANCE / "dev.env"
 # The emulator's customers, subscriptions and prices, kept across restarts as instance/app.db keeps the service's.
-EMULATOR_STATE = ROOT / "instance" / "emulator.json"
+EMULATOR_STATE = INSTANCE / "emulator.json"
+# What a second stack changes to run beside the first (the Makefile's variables for make run).
+OTHER_STACK = "make run PORT=5001 EMULATOR_PORT=12112 SMTP_PORT=8026 INSTANCE=instance-2"
 API_KEY = "sk_test_local_emulator"
 PLANS = (("basic", 900), ("pro", 2900), ("team", 4900))
 # Settings of the local stack beyond the provider's: remember-me is on so that the README's curl
@@ -148,12 +154,23 @@ class Stack:
         emulator_url = f"http://127.0.0.1:{self.emulator_port}"
         for url in (service_url + "/health", emulator_url + "/_emulator/clock"):
             if answers(url):
-                raise SystemExit(f"{url} is already taken: stop what runs there, or pick other ports")
+                raise SystemExit(f"{url} is already taken: stop what runs there, or pick other ports ({OTHER_STACK})")
         if port_taken(self.smtp_port):
-            raise SystemExit(f"port {self.smtp_port} (SMTP) is already taken: stop what runs there, or pick another")
+            raise SystemExit(f"port {self.smtp_port} (SMTP) is already taken: stop what runs there, or pick another "
+                             f"({OTHER_STACK})")
+        try:
+            return self._start(service_url, emulator_url)
+        except BaseException:
+            # __exit__ runs only once __enter__ has returned: a failed or interrupted start stops
+            # what it started itself, so no emulator or SMTP server is left holding its port.
+            self.__exit__(None, None, None)
+            raise
+
+    def _start(self, service_url, emulator_url):
+        for path in filter(None, (self.state_file, self.maildir, self.env_file)):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
         state = ["--state-file", str(self.state_file)] if self.state_file else []
         self._spawn("the Stripe emulator", ["-m", "scripts.stripe_emulator", "--port", str(self.emulator_port), *state])
-        self.maildir.parent.mkdir(parents=True, exist_ok=True)
         # aiosmtpd's Mailbox handler files each message it accepts in a Maildir (one file in new/).
         self._spawn("the SMTP server (aiosmtpd)", ["-m", "aiosmtpd", "-n", "-l", f"127.0.0.1:{self.smtp_port}", "-c",
                                                    "aiosmtpd.handlers.Mailbox", str(self.maildir)])
@@ -165,7 +182,6 @@ class Stack:
         env.setdefault("SECRET_KEY", secrets.token_hex(32))
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
-        self.env_file.parent.mkdir(exist_ok=True)
         self.env_file.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, **SETTINGS}.items()))
         subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env, check=True)
         self._spawn("the service (flask run)",
@@ -192,18 +208,47 @@ def ended(returncode):
     return f"exited with status {returncode}"
 
 
-def _stop_on_sigterm(signum, frame):
+def _stop(signum, frame):
     raise KeyboardInterrupt  # unwinds through Stack.__exit__, so no child is left behind
 
 
+def shown(path):
+    """Return ``path`` relative to the checkout when it is inside it, as the README writes paths."""
+    path = Path(path).resolve()
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def stack_from(args):
+    """Return the ``Stack`` of the command line's ports and instance folder."""
+    instance = args.instance.resolve()
+    # The service's own default database is instance/app.db; another folder gets its own.
+    database_url = None if instance == INSTANCE else f"sqlite:///{instance / 'app.db'}"
+    return Stack(args.port, args.emulator_port, database_url=database_url, smtp_port=args.smtp_port,
+                 maildir=instance / "mail", env_file=instance / "dev.env", state_file=instance / "emulator.json")
+
+
 def main(argv=None):
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    """Run the stack until Ctrl-C (exit status 0) or until one of its processes dies (exit status 1)."""
+    # SIGINT too, explicitly: a shell that started make in the background, or a launcher, may hand
+    # it down ignored. Ctrl-C then stopped the children (aiosmtpd has its own handler) and not
+    # this process, which reported the first of them as died and exited 1.
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, _stop)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=5000)
-    parser.add_argument("--emulator-port", type=int, default=12111)
-    parser.add_argument("--smtp-port", type=int, default=8025)
+    parser.add_argument("--port", type=int, default=5000, help="the service's port (make run PORT=)")
+    parser.add_argument("--emulator-port", type=int, default=12111, help="the Stripe emulator's (EMULATOR_PORT=)")
+    parser.add_argument("--smtp-port", type=int, default=8025, help="the SMTP server's (SMTP_PORT=)")
+    parser.add_argument("--instance", type=Path, default=INSTANCE,
+                        help="folder of the database, emulator state, mail and dev.env (INSTANCE=)")
     args = parser.parse_args(argv)
-    stack = Stack(args.port, args.emulator_port, smtp_port=args.smtp_port, state_file=EMULATOR_STATE)
+    stack = stack_from(args)
+    try:
+        return _run(stack)
+    except KeyboardInterrupt:
+        return 0  # a stop asked for: Stack.__exit__ has stopped every process
+
+
+def _run(stack):
     with stack as env:
         plans = ", ".join(f"{plan}={price}" for price, plan in json.loads(env["PROVIDER_PLANS"]).items())
         print(f"\n  service:   {env['SERVICE_URL']}  (OpenAPI at {env['SERVICE_URL']}/openapi.json)"
@@ -212,17 +257,14 @@ def main(argv=None):
               f"\n  prices:    {plans}"
               f"\n  mail:      {env['MAILDIR']}  (Maildir: one file per message in new/; SMTP on "
               f"127.0.0.1:{env['MAIL_PORT']}, delivered by `flask deliver-notifications`)"
-              f"\n  env:       {DEV_ENV.relative_to(ROOT)}  (set -a; . {DEV_ENV.relative_to(ROOT)}; set +a)"
-              f"\n  state:     {EMULATOR_STATE.relative_to(ROOT)} and the database survive a restart; "
+              f"\n  env:       {shown(stack.env_file)}  (set -a; . {shown(stack.env_file)}; set +a)"
+              f"\n  state:     {shown(stack.state_file)} and the database survive a restart; "
               "`make clean` starts afresh"
               "\n  Ctrl-C stops them all.\n", flush=True)
-        try:
-            stopped = stack.wait()
-        except KeyboardInterrupt:
-            return
+        stopped = stack.wait()
         print(f"make run: {stopped}; stopping the others", file=sys.stderr, flush=True)
-    sys.exit(1)
+    return 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -24,6 +24,9 @@ from tests.conftest import BASE_CONFIG
     ({"PROVIDER_TRIAL_DAYS": "two weeks"}, "PROVIDER_TRIAL_DAYS"),
     ({"PROVIDER_TRIAL_DAYS": "-14"}, "PROVIDER_TRIAL_DAYS"),
     ({"PROVIDER_TRIAL_DAYS": "731"}, "PROVIDER_TRIAL_DAYS.*730"),
+    ({"SQLALCHEMY_DATABASE_URI": "mysql://app@db/subscriptions"}, "DATABASE_URL.*got mysql://"),
+    ({"SQLALCHEMY_DATABASE_URI": "postgresql+psycopg2://app@db/x"}, "DATABASE_URL.*got postgresql\\+psycopg2://"),
+    ({"SQLALCHEMY_DATABASE_URI": "garbage"}, "DATABASE_URL.*not a URL"),
 ])
 def test_bad_configuration_names_the_variable(override, name):
     with pytest.raises(ConfigError, match=name):
@@ -64,6 +67,22 @@ def test_environment_is_read(monkeypatch):
     assert app.config["AUTH_TOKEN_EXPIRATION"] == 60
     assert app.config["PROVIDER_PLANS"] == {"price_1": "pro"}
     assert app.config["SQLALCHEMY_DATABASE_URI"] == "sqlite:///:memory:"
+
+
+@pytest.mark.parametrize("given, used", [
+    ("postgresql://app:pw@db:5433/subs", "postgresql+psycopg://app:pw@db:5433/subs"),
+    ("postgres://app@db/subs", "postgresql+psycopg://app@db/subs"),
+    ("postgresql+psycopg://app@db/subs", "postgresql+psycopg://app@db/subs"),
+    ("sqlite:///:memory:", "sqlite:///:memory:"),
+])
+def test_a_database_url_without_a_driver_means_psycopg(given, used):
+    assert create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": given}).config["SQLALCHEMY_DATABASE_URI"] == used
+
+
+def test_a_refused_database_url_does_not_show_its_password():
+    with pytest.raises(ConfigError) as refused:
+        create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": "mysql://app:s3cret@db/subscriptions"})
+    assert "s3cret" not in str(refused.value)
 
 
 def test_engine_options_follow_the_database():

@@ -8,6 +8,8 @@ from urllib.parse import unquote
 import pytest
 
 from app import config
+from app.billing.events import REQUIRED_EVENT_TYPES
+from app.subscription.schemas import QuantityRequestSchema
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -199,3 +201,25 @@ def test_every_documented_setting_exists():
 def test_each_exception_is_read_by_gunicorn_conf_and_not_by_app_config(name):
     assert name not in settings_read_by_app_config()
     assert re.search(rf"\b{name}\b", (ROOT / "gunicorn.conf.py").read_text())
+
+
+def documented_event_types():
+    """Return the event types docs/operating.md lists as needed, in its order."""
+    text = (DOCS / "operating.md").read_text()
+    listing = text.split("The event types the service needs", 1)[1].split("\n\n", 2)[1]
+    return re.findall(r"^- `([a-z_.]+)`$", listing, re.M)
+
+
+def test_the_documented_event_types_are_the_event_tables():
+    assert documented_event_types() == list(REQUIRED_EVENT_TYPES)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_commands_in_the_docs_need_only_python3(page):
+    # uuidgen (util-linux) is absent from slim images, where python3 always is.
+    assert "uuidgen" not in page.read_text()
+
+
+def test_the_seat_limits_are_documented_as_the_schema_has_them():
+    (seats,) = QuantityRequestSchema().fields["quantity"].validators
+    assert f'"quantity" ({seats.min} to {seats.max} seats;' in (DOCS / "api.md").read_text()

@@ -1,7 +1,9 @@
 """``GET /health`` reports whether the database answers; ``GET /health/ready`` every configured part."""
+import logging
+
 import pytest
 
-from app import create_app
+from app import create_app, health
 from tests.conftest import BASE_CONFIG
 from tests.ports import free_port
 
@@ -55,3 +57,34 @@ def test_ready_is_503_when_the_database_is_gone(tmp_path):
     response = app.test_client().get("/health/ready")
     assert response.status_code == 503
     assert response.json["error"]["details"]["checks"]["database"].startswith("unavailable")
+
+
+def health_lines(caplog):
+    return [(record.getMessage(), record.exc_info) for record in caplog.records if record.name == "app.health"]
+
+
+@pytest.mark.parametrize("part", ["rate_limit_store", "smtp"])
+def test_a_failing_part_is_logged_in_one_line_with_its_address_and_errno_once_a_minute(make_app, caplog,
+                                                                                        monkeypatch, part):
+    closed_port = free_port()  # nothing listens there
+    settings = ({"RATELIMIT_STORAGE_URI": f"redis://127.0.0.1:{closed_port}/0"} if part == "rate_limit_store"
+                else {"MAIL_SERVER": "127.0.0.1", "MAIL_PORT": closed_port})
+    client = make_app(**settings).test_client()
+    line = f"health check: {part} at 127.0.0.1:{closed_port} unavailable: ECONNREFUSED (Connection refused)"
+    with caplog.at_level(logging.WARNING, logger="app.health"):
+        for _ in range(3):  # probes seconds apart: the same cause is logged once
+            assert client.get("/health/ready").status_code == 503
+        assert health_lines(caplog) == [(line, None)]
+        monkeypatch.setattr(health, "LOG_EVERY_SECONDS", 0)  # as if the minute had passed
+        client.get("/health/ready")
+    assert health_lines(caplog) == [(line, None), (line, None)]
+
+
+def test_a_database_that_is_gone_is_logged_in_one_line_naming_the_file(tmp_path, caplog):
+    path = tmp_path / "missing-dir" / "x.db"
+    client = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}"}).test_client()
+    with caplog.at_level(logging.WARNING, logger="app.health"):
+        assert client.get("/health").status_code == 503
+        assert client.get("/health/ready").status_code == 503
+    assert health_lines(caplog) == [
+        (f"health check: database at {path} unavailable: OperationalError: unable to open database file", None)]

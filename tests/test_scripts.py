@@ -1,8 +1,9 @@
 """``make run``'s stack (scripts/dev.py), ``make demo`` (scripts/demo.py) and ``make bench``
-(scripts/bench.py), run as the Makefile runs them."""
+(scripts/bench/), run as the Makefile runs them."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -99,6 +100,36 @@ def test_make_run_says_which_process_died_and_how(tmp_path):
     with stack:
         stack.processes["the delivery worker (flask deliver-notifications)"].kill()
         assert stack.wait() == "the delivery worker (flask deliver-notifications) was killed by SIGKILL"
+
+
+def test_ctrl_c_on_make_run_is_a_clean_stop(tmp_path):
+    """Ctrl-C as a terminal sends it, to the whole process group, with SIGINT handed down ignored
+    (``trap '' INT``, as a shell does for a job it starts in the background): every process stops,
+    none is reported as died, and the exit status is 0."""
+    ports = ["--port", str(free_port()), "--emulator-port", str(free_port()), "--smtp-port", str(free_port())]
+    command = " ".join([sys.executable, "-m", "scripts.dev", *ports, "--instance", str(tmp_path / "second")])
+    stack = subprocess.Popen(["sh", "-c", f"trap '' INT; exec {command}"], cwd=ROOT, start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in stack.stdout:
+            if "Ctrl-C stops them all." in line:
+                break
+        assert stack.poll() is None, stack.stderr.read()
+        os.killpg(stack.pid, signal.SIGINT)
+        _, errors = stack.communicate(timeout=60)
+    finally:
+        if stack.poll() is None:
+            os.killpg(stack.pid, signal.SIGKILL)
+    assert stack.returncode == 0, errors
+    assert "make run:" not in errors
+    # The second stack's own folder (INSTANCE=): database, emulator state, environment, mail.
+    assert {path.name for path in (tmp_path / "second").iterdir()} >= {"app.db", "emulator.json", "dev.env", "mail"}
+
+
+def test_make_run_takes_its_ports_and_folder_from_make_variables():
+    dry = subprocess.run(["make", "-n", "run", "PORT=5001", "EMULATOR_PORT=12112", "SMTP_PORT=8026",
+                          "INSTANCE=instance-2"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "-m scripts.dev --port 5001 --emulator-port 12112 --smtp-port 8026 --instance instance-2" in dry.stdout
 
 
 class FailingDemo(Demo):

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from tests.conftest import WEBHOOK_SECRET, deliver, load_event
@@ -52,6 +53,28 @@ def test_a_bad_setting_is_one_line_and_a_non_zero_exit(tmp_path):
     assert result.stderr.strip().splitlines() == ["Error: AUTH_TOKEN_EXPIRATION must be a whole number, got 'a week'"]
 
 
+@pytest.mark.parametrize("url, refused", [("mysql://app@db/subscriptions", "got mysql://"),
+                                         ("not a url", "got something that is not a URL")])
+def test_a_database_url_of_another_database_is_one_line_not_no_such_command(tmp_path, url, refused):
+    result = run([*FLASK, "prune-tokens"], environ(tmp_path, DATABASE_URL=url))
+    assert result.returncode == 4
+    assert result.stderr.splitlines() == ["Error: DATABASE_URL must be a postgresql:// (psycopg) or sqlite:/// URL, "
+                                          f"e.g. postgresql://app@db/subscriptions; {refused}"]
+
+
+@pytest.mark.parametrize("args, line", [
+    (["prune-tokens", "--nope"], "Error: No such option: --nope (see 'flask prune-tokens --help')"),
+    (["prune-token"], "Error: No such command 'prune-token' (see 'flask --help')"),
+    (["db", "upgrad"], "Error: No such command 'upgrad' (see 'flask db --help')"),
+    (["webhook-replay"], "Error: name at least one EVENT_ID, or pass --failed (see 'flask webhook-replay --help')"),
+])
+def test_a_usage_error_is_one_line_and_exit_status_2(tmp_path, args, line):
+    result = run([*FLASK, *args], environ(tmp_path))
+    # Started as ``python -m flask``, which click names so in the hint.
+    line = line.replace("'flask", "'python -m flask")
+    assert (result.returncode, result.stderr.splitlines(), result.stdout) == (2, [line], "")
+
+
 def gunicorn(tmp_path, env, workers):
     port = free_port()
     log = tmp_path / "gunicorn.log"
@@ -69,6 +92,17 @@ def test_gunicorn_refuses_to_start_without_the_webhook_secret(tmp_path):
     errors = [line for line in log.read_text().splitlines() if "[INFO]" not in line]
     assert errors == ["Error: PROVIDER_WEBHOOK_SECRET is not set: the service cannot verify provider webhooks "
                       "without it (several secrets may be given, comma-separated, while rotating)"]
+
+
+def test_a_rate_limit_store_without_its_client_library_stops_the_master_once(tmp_path):
+    env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET, RATELIMIT_STORAGE_URI="memcached://127.0.0.1:11211")
+    process, _, log = gunicorn(tmp_path, env, workers=3)
+    assert process.wait(30) == 1
+    lines = log.read_text().splitlines()
+    assert [line for line in lines if "[INFO]" not in line] == [
+        "Error: RATELIMIT_STORAGE_URI cannot be used: 'pymemcache' prerequisite not available. "
+        "See https://limits.readthedocs.io/en/stable/storage.html#supported-versions for more details."]
+    assert not any("Booting worker" in line for line in lines)
 
 
 def _serve_and_stop(tmp_path, env, workers):

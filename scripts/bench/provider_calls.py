@@ -2,11 +2,13 @@
 ``PROVIDER_CALLS_RATE_LIMIT``.
 
 A read-only token hammers ``GET /subscription/invoices`` (one Stripe call per request) from
-``THREADS`` threads for ``SECONDS`` seconds; the emulator counts the Stripe requests that arrive.
-The service runs in this process on SQLite (werkzeug's threaded server), the emulator beside it.
-Prints one table: Stripe calls/s and answers/s by status, per configuration, medians of ``RUNS``.
+``THREADS`` threads for a few seconds; the emulator counts the Stripe requests that arrive. The
+service runs in this process on SQLite (werkzeug's threaded server), the emulator beside it.
+``make bench`` prints the table after its own: Stripe calls/s and answers/s by status, per
+configuration, the median of its runs. The target: with the default limit, at most the limit's
+count of calls reach Stripe in the window (60), whatever the client sends.
 
-    .venv/bin/python -m scripts.bench_provider_calls
+    .venv/bin/python -m scripts.bench.provider_calls
 """
 import statistics
 import tempfile
@@ -24,8 +26,10 @@ from app import create_app
 from app.extensions import db
 from scripts.stripe_emulator.testing import RunningEmulator, _QuietHandler
 
-THREADS, SECONDS, RUNS = 8, 3.0, 3
-MIGRATIONS = str(Path(__file__).resolve().parent.parent / "migrations")
+THREADS = 8
+# The default limit's count: no more may reach Stripe in a window shorter than its minute.
+TARGET_CALLS = 60
+MIGRATIONS = str(Path(__file__).resolve().parent.parent.parent / "migrations")
 # "Before": a limit no client reaches, as if there were none; "after": the default.
 LIMITS = {"no limit (before)": "1000000 per second", "default (after)": "60 per minute"}
 
@@ -64,9 +68,9 @@ def reader_token(base, price, emulator):
     return made["access_token"]
 
 
-def hammer(base, token):
-    """Return the statuses of ``THREADS`` threads' requests during ``SECONDS`` seconds."""
-    statuses, deadline = Counter(), time.monotonic() + SECONDS
+def hammer(base, token, seconds):
+    """Return the statuses of ``THREADS`` threads' requests during ``seconds``."""
+    statuses, deadline = Counter(), time.monotonic() + seconds
     lock = threading.Lock()
 
     def worker():
@@ -85,34 +89,42 @@ def hammer(base, token):
     return statuses
 
 
-def measure(limit, emulator, workdir):
-    """Return ``(stripe calls/s, answers/s by status)``, medians of ``RUNS`` fresh users."""
+def measure(limit, emulator, workdir, seconds, runs):
+    """Return ``(stripe calls/s, answers/s by status)``, medians of ``runs`` fresh users."""
     calls, answers = [], []
-    for run in range(RUNS):
+    for run in range(runs):
         base, server, price = serve(limit, emulator, Path(workdir) / f"{abs(hash(limit))}-{run}.db")
         token = reader_token(base, price, emulator)
         before = emulator.control("GET", "requests")["total"]
-        statuses = hammer(base, token)
-        calls.append((emulator.control("GET", "requests")["total"] - before) / SECONDS)
-        answers.append({status: count / SECONDS for status, count in statuses.items()})
+        statuses = hammer(base, token, seconds)
+        calls.append((emulator.control("GET", "requests")["total"] - before) / seconds)
+        answers.append({status: count / seconds for status, count in statuses.items()})
         server.shutdown()
     median = statistics.median(calls)
     return median, answers[calls.index(median)] if median in calls else answers[0]
 
 
-def main():
+def provider_call_table(seconds=3, runs=3):
+    """Measure each of ``LIMITS``; return ``(table text, raw results, whether the target is met)``."""
     emulator = RunningEmulator().start()
-    rows = []
-    with tempfile.TemporaryDirectory() as workdir:
-        for name, limit in LIMITS.items():
-            calls, answers = measure(limit, emulator, workdir)
-            shown = ", ".join(f"{status}: {rate:.0f}/s" for status, rate in sorted(answers.items()))
-            rows.append(f"| {name} | `{limit}` | {calls:.1f} | {calls * SECONDS:.0f} | {shown} |")
-    emulator.stop()
-    print(f"One read-only token, {THREADS} threads x {SECONDS:.0f} s on GET /subscription/invoices, median of {RUNS}")
-    print("| PROVIDER_CALLS_RATE_LIMIT | value | Stripe calls/s | Stripe calls | answers |\n|---|---|---|---|---|")
-    print("\n".join(rows))
+    rows, raw = [], {}
+    try:
+        with tempfile.TemporaryDirectory() as workdir:
+            for name, limit in LIMITS.items():
+                calls, answers = measure(limit, emulator, workdir, seconds, runs)
+                raw[name] = {"limit": limit, "calls_per_s": calls, "answers_per_s": answers}
+                shown = ", ".join(f"{status}: {rate:.0f}/s" for status, rate in sorted(answers.items()))
+                rows.append(f"| {name} | `{limit}` | {calls:.1f} | {calls * seconds:.0f} | {shown} |")
+    finally:
+        emulator.stop()
+    met = raw["default (after)"]["calls_per_s"] * seconds <= TARGET_CALLS
+    table = "\n".join([
+        f"One read-only token, {THREADS} threads x {seconds} s on GET /subscription/invoices, median of {runs}; "
+        f"target: at most {TARGET_CALLS} Stripe calls with the default limit ({'OK' if met else 'MISS'})",
+        "| PROVIDER_CALLS_RATE_LIMIT | value | Stripe calls/s | Stripe calls | answers |", "|---|---|---|---|---|",
+        *rows])
+    return table, raw, met
 
 
 if __name__ == "__main__":
-    main()
+    print(provider_call_table()[0])
