@@ -51,9 +51,11 @@ test-deep: install
 	@$(PY) -m scripts.apt redis-server redis-server || echo "the tests that need Redis will be skipped"
 	TEST_DEEP=1 $(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
-## make lint: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, complexity <= 10)
+## make lint: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, complexity <= 10), and mypy on the
+## Stripe calls, whose params are typed with the pinned SDK's TypedDicts
 lint: install
 	$(VENV)/bin/ruff check app tests scripts wsgi.py gunicorn.conf.py
+	$(VENV)/bin/mypy app/billing/stripe_provider.py
 
 ## make clean: remove .venv, instance/ and pytest's cache
 clean:

@@ -6,6 +6,7 @@ import os
 from email.utils import parseaddr
 from urllib.parse import urlsplit
 
+from limits import parse
 from limits.storage import SCHEMES as _LIMITS_SCHEMES
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -75,6 +76,19 @@ def _plans(name, raw):
     return plans
 
 
+def _livemode_of(config):
+    """``live`` for a live-mode API key, else ``test``: a test deployment never processes live events."""
+    return "live" if str(config.get("PROVIDER_API_KEY") or "").startswith(LIVE_KEY_PREFIXES) else "test"
+
+
+def _rate_limit(name, raw):
+    try:
+        parse(str(raw))
+    except ValueError:
+        raise ConfigError(f'{name} must be a rate limit such as "60 per minute", got {raw!r}') from None
+    return str(raw)
+
+
 # The databases the service runs on, by SQLAlchemy driver name: its SQL speaks these two dialects, and
 # setup.cfg installs psycopg (3) for PostgreSQL. A URL without a driver, as hosting platforms hand
 # them out (``postgresql://``, Heroku's ``postgres://``), means psycopg rather than SQLAlchemy's
@@ -112,7 +126,8 @@ def from_environ(environ=None):
     config mapping can override any of them.
     """
     environ = os.environ if environ is None else environ
-    names = set(DEFAULTS) | {"DATABASE_URL", "PROVIDER_WEBHOOK_SECRET", "PROVIDER_API_KEY", "PROVIDER_API_BASE"}
+    names = set(DEFAULTS) | {"DATABASE_URL", "PROVIDER_WEBHOOK_SECRET", "PROVIDER_API_KEY", "PROVIDER_API_BASE",
+                             "SECRET_KEY"}
     found = {name: environ[name] for name in names if name in environ}
     if "DATABASE_URL" in found:
         found["SQLALCHEMY_DATABASE_URI"] = found.pop("DATABASE_URL")
@@ -124,6 +139,7 @@ DEFAULTS = {
     "AUTH_REMEMBER_ME": "",
     "AUTH_TOKEN_PREFIX": "",
     "AUTH_LOGIN_RATE_LIMIT": "10 per minute",
+    "AUTH_REGISTER_RATE_LIMIT": "20 per hour",
     "AUTH_MAX_TOKENS_PER_USER": "100",
     "AUTH_REFRESH_GRACE_SECONDS": "10",
     "PASSWORD_HASH_TIME_COST": "3",
@@ -139,7 +155,7 @@ DEFAULTS = {
     "RATELIMIT_STORAGE_URI": "memory://",
     "PROXY_FIX_X_FOR": "0",
     "LOG_LEVEL": "INFO",
-    "PROVIDER_LIVEMODE": "any",
+    "PROVIDER_LIVEMODE": "",
     "RECONCILE_STALE_DAYS": "7",
     "FAILED_EVENT_RETENTION_DAYS": "30",
     "LOG_FORMAT": "text",
@@ -158,11 +174,17 @@ DEFAULTS = {
     "NOTIFY_RETRY_DELAY": "60",
     "PROVIDER_PRORATION": "create_prorations",
     "PROVIDER_TRIAL_DAYS": "0",
+    "PROVIDER_CALLS_RATE_LIMIT": "60 per minute",
 }
 
 LIVEMODES = ("live", "test", "any")
-# Stripe's proration_behavior values (CONTRACT "Additions (third round)").
-PRORATIONS = ("create_prorations", "none", "always_invoice")
+# The proration_behavior of a change that costs less (CONTRACT "Changes to the third round"): a
+# change that costs money is always invoiced at once, so always_invoice is no choice here.
+PRORATIONS = ("create_prorations", "none")
+# Limits a limits-library string configures; one that does not parse is refused at start-up.
+RATE_LIMITS = ("AUTH_LOGIN_RATE_LIMIT", "AUTH_REGISTER_RATE_LIMIT", "PROVIDER_CALLS_RATE_LIMIT")
+# API key prefixes of Stripe's live mode (secret and restricted keys).
+LIVE_KEY_PREFIXES = ("sk_live_", "rk_live_")
 # Stripe refuses a longer trial_period_days.
 MAX_TRIAL_DAYS = 730
 
@@ -199,7 +221,10 @@ def validate(config):
         if value is None:
             raise ConfigError(f"{name} must be set to a whole number")
         config[name] = value
-    config["PROVIDER_LIVEMODE"] = _choice("PROVIDER_LIVEMODE", config["PROVIDER_LIVEMODE"], LIVEMODES)
+    config["PROVIDER_LIVEMODE"] = _choice("PROVIDER_LIVEMODE", config["PROVIDER_LIVEMODE"] or _livemode_of(config),
+                                          LIVEMODES)
+    for name in RATE_LIMITS:
+        config[name] = _rate_limit(name, config[name])
     config["PROVIDER_PRORATION"] = _choice("PROVIDER_PRORATION", config["PROVIDER_PRORATION"], PRORATIONS)
     config["METRICS_ENABLED"] = _flag(config["METRICS_ENABLED"])
     config["LOG_FORMAT"] = str(config["LOG_FORMAT"]).strip().lower()

@@ -87,9 +87,10 @@ class AlreadySubscribed(Conflict):
 
     @classmethod
     def needs_card(cls, status):
-        """The user's subscription is in dunning or paused (a trial ended without a card)."""
+        """The user's subscription is in dunning, paused (a trial ended without a card), or a trial awaiting
+        its card."""
         return cls(f"The user's subscription is {status}: add a card with POST /subscription/payment-method "
-                   "(or in the billing portal) to pay or resume it instead of starting another subscription.",
+                   "(or in the billing portal) to pay, start or resume it instead of starting another subscription.",
                    details={"status": status})
 
 

@@ -8,13 +8,23 @@ Retries of one key that arrive together are serialised by the per-user lock, so 
 waits for the first answer instead of doing the work again. The provider calls made for a keyed
 request carry a key derived from it (``provider_key``), so that even a retry of a request whose
 answer was never stored (a 5xx) makes no second change at Stripe.
+
+A stored answer may carry a client secret (``pi_..._secret_...``, ``seti_..._secret_...``) or a
+billing portal URL, each enough to pay with or manage the user's subscription: it is kept encrypted
+(Fernet, AES-128-CBC with HMAC-SHA256, from ``cryptography``) under a key derived from
+``SECRET_KEY``, so the table holds no secret in plain text (CONTRACT "Changes to the third round").
+An answer that no longer decrypts (``SECRET_KEY`` rotated) is as good as expired.
 """
+import base64
 import hashlib
 import json
 import uuid
 from datetime import timedelta
 from functools import wraps
 
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app, g, make_response, request
 from sqlalchemy import bindparam, delete, select, text
 
@@ -36,17 +46,18 @@ PRUNE_BATCH = 10
 # The OpenAPI description of the header, for ``blp.doc(parameters=[PARAMETER])``.
 PARAMETER = {
     "in": "header", "name": HEADER, "required": False,
-    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH, "pattern": "^[\\x20-\\x7e]+$"},
     "description": "Makes a retry safe: the same key with the same body within 24 hours gets the first "
                    "answer (header Idempotent-Replayed: true) and changes nothing again; with another body "
-                   "it is 422 idempotency_key_reused. A random value (a UUID) per intended action.",
+                   "it is 422 idempotency_key_reused. A random value (a UUID) per intended action; printable "
+                   "ASCII only, else 400 invalid_idempotency_key.",
 }
 
 
 class InvalidIdempotencyKey(AppError):
     status = 400
     code = "invalid_idempotency_key"
-    message = "The Idempotency-Key header must be 1 to 255 printable characters (a UUID, say)."
+    message = "The Idempotency-Key header must be 1 to 255 printable ASCII characters (a UUID, say)."
 
 
 class IdempotencyKeyReused(AppError):
@@ -72,7 +83,9 @@ def _key_of(raw):
     key = raw.strip()
     if len(key) >= 2 and key[0] == key[-1] == '"':
         key = key[1:-1]
-    if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
+    # ASCII only: HTTP carries header bytes that WSGI hands over as latin-1, so any other script
+    # arrives mangled ("ключ" is not the key the client sent) and a UTF-8 key cannot be told apart.
+    if not key or len(key) > MAX_KEY_LENGTH or not key.isascii() or not key.isprintable():
         raise InvalidIdempotencyKey()
     return key
 
@@ -87,6 +100,19 @@ def request_digest():
     return hashlib.sha256(f"{request.method} {request.path}\n".encode() + body).hexdigest()
 
 
+def _cipher():
+    """The app's Fernet, keyed by HKDF-SHA256 of ``SECRET_KEY`` for this one purpose."""
+    cipher = current_app.extensions.get("idempotency_cipher")
+    if cipher is None:
+        secret = current_app.config.get("SECRET_KEY")
+        if not secret:
+            raise RuntimeError("SECRET_KEY is not set: stored Idempotency-Key answers are encrypted with it")
+        secret = secret if isinstance(secret, bytes) else str(secret).encode()
+        key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"idempotency-key answers").derive(secret)
+        cipher = current_app.extensions["idempotency_cipher"] = Fernet(base64.urlsafe_b64encode(key))
+    return cipher
+
+
 def _stored(user, key):
     return db.session.scalars(select(IdempotencyKey).where(
         IdempotencyKey.user_id == user.id, IdempotencyKey.key == key,
@@ -96,7 +122,8 @@ def _stored(user, key):
 def _replay(stored, digest):
     if stored.request_digest != digest:
         raise IdempotencyKeyReused()
-    response = current_app.response_class(stored.body, status=stored.status, mimetype="application/json")
+    response = current_app.response_class(_cipher().decrypt(stored.body.encode()), status=stored.status,
+                                          mimetype="application/json")
     response.headers["Idempotent-Replayed"] = "true"
     return response
 
@@ -110,7 +137,7 @@ def _remember(user, key, digest, response):
     db.session.execute(delete(IdempotencyKey).where(IdempotencyKey.id.in_(expired.scalar_subquery())))
     inserted = db.session.execute(_INSERT, {
         "user_id": user.id, "key": key, "request_digest": digest, "status": response.status_code,
-        "body": response.get_data(as_text=True), "created_at": now}).first()
+        "body": _cipher().encrypt(response.get_data()).decode(), "created_at": now}).first()
     if inserted is not None:
         return response
     return _replay(_stored(user, key), digest)
@@ -135,7 +162,12 @@ def idempotent(view):
             lock_user(user)
             stored = _stored(user, key)
             if stored is not None:
-                return _replay(stored, digest)
+                try:
+                    return _replay(stored, digest)
+                except InvalidToken:
+                    # Stored under another SECRET_KEY: done again, and Stripe's keys replay its calls.
+                    db.session.delete(stored)
+                    db.session.flush()
             # The key's own row past its 24 hours would refuse the new answer (the unique key).
             db.session.execute(delete(IdempotencyKey).where(
                 IdempotencyKey.user_id == user.id, IdempotencyKey.key == key,

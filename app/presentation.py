@@ -10,6 +10,15 @@ from app.fields import Timestamp
 from app.timeutil import from_timestamp, utcnow
 
 
+class PendingUpdateSchema(Schema):
+    """Stripe's ``pending_update``: a change that applies once its invoice is paid."""
+
+    price = fields.String(allow_none=True, required=True, metadata={"description": "The price waiting for payment"})
+    quantity = fields.Integer(allow_none=True, required=True, metadata={"description": "The seats waiting for payment"})
+    expires_at = fields.Integer(allow_none=True, required=True,
+                                metadata={"description": "Unix seconds; unpaid by then, the change is dropped"})
+
+
 class SubscriptionSchema(Schema):
     id = fields.String(required=True, metadata={"description": "Provider subscription id"})
     status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
@@ -21,6 +30,9 @@ class SubscriptionSchema(Schema):
     on_grace_period = fields.Boolean(required=True)
     quantity = fields.Integer(allow_none=True, required=True, metadata={"description": "Seats"})
     trial_end = Timestamp(allow_none=True, required=True)
+    pending_update = fields.Nested(PendingUpdateSchema, allow_none=True, required=True, metadata={
+        "description": "A price or seat change waiting for its invoice to be paid; price and seat changes are "
+                       "409 payment_pending until it is paid or expires"})
 
 
 class InvoiceSchema(Schema):
@@ -71,7 +83,16 @@ def present_subscription(subscription, now=None):
         "on_grace_period": subscription.on_grace_period(now),
         "quantity": subscription.quantity,
         "trial_end": subscription.trial_ends_at,
+        "pending_update": _pending_update(subscription, now),
     }
+
+
+def _pending_update(subscription, now):
+    expires_at = subscription.pending_expires_at
+    if expires_at is None or expires_at <= now:
+        return None
+    return {"price": subscription.pending_price, "quantity": subscription.pending_quantity,
+            "expires_at": int(expires_at.timestamp())}
 
 
 def present_invoice(invoice):

@@ -56,21 +56,22 @@ class RateLimiter:
         """The current app's ``limits`` store (``check()`` says whether it answers)."""
         return current_app.extensions["rate_limiter"]["strategy"].storage
 
-    def limit(self, limit_value, key_func):
+    def limit(self, limit_value, key_func, scope=None):
         """Decorate a view: at most ``limit_value()`` (a limits string) calls per ``key_func()`` value.
 
-        A call over the limit raises ``RateLimited`` (429 ``rate_limited``) with ``Retry-After``:
-        whole seconds until the window lets the next call through, at least 1. With the store down
-        it raises ``ServiceUnavailable`` (503) with ``Retry-After``.
+        Views decorated with the same ``scope`` (a string) share one count; by default each view
+        counts alone. A call over the limit raises ``RateLimited`` (429 ``rate_limited``) with
+        ``Retry-After``: whole seconds until the window lets the next call through, at least 1.
+        With the store down it raises ``ServiceUnavailable`` (503) with ``Retry-After``.
         """
 
         def decorator(view):
-            scope = f"{view.__module__}.{view.__qualname__}"
+            counted = scope or f"{view.__module__}.{view.__qualname__}"
 
             @wraps(view)
             def limited(*args, **kwargs):
                 item, key = parse(limit_value()), key_func()
-                retry_after = _check(current_app.extensions["rate_limiter"], item, scope, key)
+                retry_after = _check(current_app.extensions["rate_limiter"], item, counted, key)
                 if retry_after is not None:
                     raise RateLimited.retry_after(retry_after)
                 return view(*args, **kwargs)

@@ -125,16 +125,16 @@ class Demo:
         """Change the subscription from the app: each change is Stripe's answer, never the request's."""
         pro, team = self.prices["pro"], self.prices["team"]
         self.step("Preview a swap to pro, charged now (always_invoice): a credit for basic, the rest of pro")
-        preview = self.call("GET", f"/subscription/swap/preview?price={pro}&proration=always_invoice", 200)
+        preview = self.call("GET", f"/subscription/swap/preview?price={pro}", 200)
         print(f"    due now: {preview['amount_due'] / 100:.2f} {preview['currency'].upper()}")
         self.step("Swap to pro with the preview's proration_date, so Stripe charges what was shown")
         self.call("POST", "/subscription/swap", 200, headers={"Idempotency-Key": str(uuid.uuid4())}, json={
-            "price": pro, "proration": "always_invoice", "proration_date": preview["proration_date"]})
+            "price": pro, "proration_date": preview["proration_date"]})
         self.until("plan_changed notification", lambda: "plan_changed" in self.kinds())
         self.step("The card on file is replaced by one that is declined (4000 0000 0000 0341); swap to team")
         self.stripe.v1.subscriptions.update(subscription_id,
                                             params={"default_payment_method": "pm_card_chargeCustomerFail"})
-        self.call("POST", "/subscription/swap", 402, json={"price": team, "proration": "always_invoice"})
+        self.call("POST", "/subscription/swap", 402, json={"price": team})
         self.until("swap_payment_failed notification", lambda: "swap_payment_failed" in self.kinds())
         self.step("Stripe kept the old price (a pending update), so the plan is still pro")
         self.call("GET", "/subscription", 200)

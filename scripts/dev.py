@@ -17,6 +17,7 @@ let a second stack run beside the first.
 import argparse
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -178,6 +179,7 @@ class Stack:
         provider_env = {**set_up_provider(emulator_url, service_url), "MAIL_SERVER": "127.0.0.1",
                         "MAIL_PORT": str(self.smtp_port), "MAILDIR": str(self.maildir)}
         env = {**os.environ, **provider_env, **SETTINGS}
+        env.setdefault("SECRET_KEY", secrets.token_hex(32))
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
         self.env_file.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, **SETTINGS}.items()))

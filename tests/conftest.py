@@ -34,6 +34,7 @@ PASSWORD = "correct horse battery"
 
 BASE_CONFIG = {
     "TESTING": True,
+    "SECRET_KEY": "test-secret-key-of-the-suite",
     "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET,
     # Argon2id with small costs keeps the suite fast; production defaults are in app.config.
     "PASSWORD_HASH_TIME_COST": 1,
@@ -42,6 +43,10 @@ BASE_CONFIG = {
     "PROVIDER_PLANS": {"price_000000000000000000000000": "pro", "gold21323": "gold"},
     "PROVIDER_API_KEY": "sk_test_emulator",
     "PROVIDER_MAX_NETWORK_RETRIES": 0,
+    # The suite opens many accounts and calls Stripe often from one address; the tests of these
+    # limits set their own.
+    "AUTH_REGISTER_RATE_LIMIT": "100000 per minute",
+    "PROVIDER_CALLS_RATE_LIMIT": "100000 per minute",
 }
 FIXTURES = Path(__file__).parent / "fixtures" / "stripe_events"
 

@@ -110,7 +110,7 @@ def test_the_upcoming_invoice_is_the_next_renewal_and_404_once_nothing_renews(fl
     assert set(upcoming) == INVOICE_FIELDS
     assert (upcoming["amount_due"], upcoming["currency"], upcoming["status"], upcoming["number"]) == \
         (900, "usd", "draft", None)
-    post(flow, "/subscription/swap", {"price": flow.prices["pro"], "proration": "none"})
+    post(flow, "/subscription/swap", {"price": flow.prices["pro"]})
     assert get(flow, "/subscription/invoices/upcoming")["amount_due"] == 2900, "the next renewal at the new price"
 
     post(flow, "/subscription/cancel", {"at_period_end": True})

@@ -101,8 +101,10 @@ def test_a_trial_that_ends_is_announced_three_days_ahead(flow):
         db.session.commit()
     flow.stripe.v1.customers.update(customer.id,
                                     params={"invoice_settings": {"default_payment_method": "pm_card_visa"}})
+    # With its own card: a trial entitles once its card is saved (CONTRACT "Changes to the third round").
     trial = flow.stripe.v1.subscriptions.create(params={
-        "customer": customer.id, "items": [{"price": flow.prices["basic"]}], "trial_period_days": 14})
+        "customer": customer.id, "items": [{"price": flow.prices["basic"]}], "trial_period_days": 14,
+        "default_payment_method": "pm_card_visa"})
     flow.deliver()
     started = ("trial_started", {"subscription": trial.id, "trial_end": trial.trial_end})
     assert flow.me()["plan"] == "basic" and notes(flow) == [started]

@@ -68,7 +68,7 @@ def updates(flow):
 
 def test_preview_then_swap_charges_what_the_preview_showed(flow):
     subscription_id = subscribe(flow)
-    preview = flow.client.get(f"/subscription/swap/preview?price={flow.prices['pro']}&proration=always_invoice",
+    preview = flow.client.get(f"/subscription/swap/preview?price={flow.prices['pro']}",
                               headers=flow.headers)
     assert preview.status_code == 200, preview.json
     shown = preview.json
@@ -76,7 +76,7 @@ def test_preview_then_swap_charges_what_the_preview_showed(flow):
     assert [line["amount"] < 0 for line in shown["lines"]] == [True, False], "a credit, then the new price"
     assert all(line["period_start"] == shown["proration_date"] for line in shown["lines"])
 
-    answer = post(flow, "/subscription/swap", {"price": flow.prices["pro"], "proration": "always_invoice",
+    answer = post(flow, "/subscription/swap", {"price": flow.prices["pro"],
                                                "proration_date": shown["proration_date"]}).json
     assert answer["pending_update"] is None
     assert answer["subscription"]["price"] == flow.prices["pro"] and answer["subscription"]["plan"] == "pro"
@@ -94,7 +94,7 @@ def test_a_declined_swap_keeps_price_and_plan_until_a_good_payment_applies_it(fl
     subscription_id = subscribe(flow)
     use_card(flow, subscription_id, "pm_card_chargeCustomerFail")
 
-    refused = post(flow, "/subscription/swap", {"price": flow.prices["pro"], "proration": "always_invoice"},
+    refused = post(flow, "/subscription/swap", {"price": flow.prices["pro"]},
                    expect=402).json["error"]
     assert refused["code"] == "payment_required"
     assert refused["details"]["client_secret"] and refused["details"]["hosted_invoice_url"].startswith("http")
@@ -106,34 +106,55 @@ def test_a_declined_swap_keeps_price_and_plan_until_a_good_payment_applies_it(fl
     assert flow.me()["plan"] == "basic" and stored(flow, subscription_id)[0] == flow.prices["basic"]
     assert flow.notifications()[0] == "swap_payment_failed" and "plan_changed" not in flow.notifications()
 
-    flow.pay(refused["details"]["client_secret"], "pm_card_visa")
+    paid_with = flow.pay(refused["details"]["client_secret"], "pm_card_visa").payment_method
     assert "customer.subscription.pending_update_applied" in flow.deliver()
     assert flow.me()["plan"] == "pro" and stored(flow, subscription_id)[0] == flow.prices["pro"]
     assert flow.notifications().count("plan_changed") == 1
+    flow.deliver()
+    assert flow.stripe.v1.subscriptions.retrieve(subscription_id).default_payment_method == paid_with, \
+        "the card that paid is promoted: the declining one would fail the next renewal"
 
 
 def test_a_swap_that_needs_authentication_answers_402_with_the_invoice_to_confirm(flow):
     subscription_id = subscribe(flow)
     use_card(flow, subscription_id, "pm_card_authenticationRequired")
-    refused = post(flow, "/subscription/swap", {"price": flow.prices["team"], "proration": "always_invoice"},
+    refused = post(flow, "/subscription/swap", {"price": flow.prices["team"]},
                    expect=402).json["error"]
     payment_intent = flow.stripe.v1.payment_intents.retrieve(refused["details"]["client_secret"].split("_secret_")[0])
     assert payment_intent.status == "requires_action"
     assert flow.me()["plan"] == "basic"
 
 
-def test_seats_change_while_an_unpaid_swap_is_pending(flow):
+def test_a_declined_upgrade_stays_declined_through_any_retry(flow):
+    """Issue 25 item 2: while the declined change waits, no price or seat change gets through."""
     subscription_id = subscribe(flow)
     use_card(flow, subscription_id, "pm_card_chargeCustomerFail")
-    post(flow, "/subscription/swap", {"price": flow.prices["pro"], "proration": "always_invoice"}, expect=402)
-    answer = post(flow, "/subscription/quantity", {"quantity": 2}).json["subscription"]
-    assert answer["quantity"] == 2 and answer["price"] == flow.prices["basic"]
+    refused = post(flow, "/subscription/swap", {"price": flow.prices["pro"]}, expect=402).json["error"]
+    assert refused["details"]["amount_due"] > 0 and refused["details"]["currency"] == "usd"
+    shown = flow.client.get("/subscription", headers=flow.headers).json["subscription"]["pending_update"]
+    assert shown["price"] == flow.prices["pro"] and shown["quantity"] == 1 and shown["expires_at"] > 0
+    before = updates(flow)
+    for path, body in (("/subscription/swap", {"price": flow.prices["pro"]}),
+                       ("/subscription/swap", {"price": flow.prices["team"]}),
+                       ("/subscription/swap", {"price": flow.prices["basic"]}),
+                       ("/subscription/quantity", {"quantity": 2}),
+                       ("/subscription/quantity", {"quantity": 1})):
+        pending = post(flow, path, body, expect=409).json["error"]
+        assert pending["code"] == "payment_pending", (path, body)
+        assert pending["details"] == {key: refused["details"][key]
+                                      for key in ("invoice", "hosted_invoice_url", "amount_due", "currency")}
+    for smuggled in ({"proration": "create_prorations"}, {"proration": "none"}):
+        error = post(flow, "/subscription/swap", {"price": flow.prices["pro"], **smuggled}, expect=422).json["error"]
+        assert error["code"] == "validation_error" and "proration" in error["details"]
+    assert updates(flow) == before, "nothing reached Stripe"
+    assert flow.me()["plan"] == "basic" and stored(flow, subscription_id)[:2] == (flow.prices["basic"], 1)
+    assert post(flow, "/subscription/cancel").json["subscription"]["cancel_at_period_end"] is True
 
 
 def test_an_unpaid_pending_update_expires_and_the_old_price_stays(flow):
     subscription_id = subscribe(flow)
     use_card(flow, subscription_id, "pm_card_chargeCustomerFail")
-    post(flow, "/subscription/swap", {"price": flow.prices["pro"], "proration": "always_invoice"}, expect=402)
+    post(flow, "/subscription/swap", {"price": flow.prices["pro"]}, expect=402)
     flow.deliver()
     flow.emulator.advance(DAY)
     assert "customer.subscription.pending_update_expired" in flow.deliver()
@@ -144,13 +165,26 @@ def test_an_unpaid_pending_update_expires_and_the_old_price_stays(flow):
     assert [n["data"]["reason"] for n in failures] == ["expired", "payment_failed"]
 
 
-def test_swapping_with_prorations_applies_at_once_and_the_prorations_wait_for_the_renewal(flow):
+def test_a_cheaper_price_applies_at_once_and_its_credit_waits_for_the_renewal(flow):
+    subscription_id = subscribe(flow, plan="team")
+    customer = flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
+    charged = flow.stripe.v1.invoices.list(params={"customer": customer}).data
+    answer = post(flow, "/subscription/swap", {"price": flow.prices["basic"]}).json
+    assert answer["subscription"]["plan"] == "basic" and answer["pending_update"] is None
+    assert len(flow.stripe.v1.invoices.list(params={"customer": customer}).data) == len(charged), \
+        "nothing is invoiced now"
+    upcoming = flow.stripe.v1.invoices.create_preview(params={"subscription": subscription_id})
+    amounts = [line.amount for line in upcoming.lines.data]
+    assert amounts[-1] == 900 and amounts[0] < 0, "the credit for the unused time waits for the renewal"
+    assert sum(amounts) == upcoming.total < 900
+
+
+def test_a_dearer_price_is_charged_at_once(flow):
     subscription_id = subscribe(flow)
     answer = post(flow, "/subscription/swap", {"price": flow.prices["team"]}).json
     assert answer["subscription"]["plan"] == "team" and answer["pending_update"] is None
-    upcoming = flow.stripe.v1.invoices.create_preview(params={"subscription": subscription_id})
-    assert [line.amount for line in upcoming.lines.data][-1] == 4900
-    assert sum(line.amount for line in upcoming.lines.data) == upcoming.amount_due > 4900
+    invoice = flow.stripe.v1.invoices.retrieve(flow.stripe.v1.subscriptions.retrieve(subscription_id).latest_invoice)
+    assert invoice.billing_reason == "subscription_update" and invoice.status == "paid" and invoice.amount_paid > 0
 
 
 def test_swapping_to_the_current_price_changes_nothing_at_stripe(flow):
@@ -173,8 +207,13 @@ def test_swap_errors_are_json_with_the_contract_codes(flow):
     subscribe(flow)
     assert post(flow, "/subscription/swap", {"price": "price_unknown"}, expect=422).json["error"]["code"] == \
         "unknown_price"
-    invalid = post(flow, "/subscription/swap", {"price": flow.prices["pro"], "proration": "sometimes"}, expect=422)
-    assert invalid.json["error"]["code"] == "validation_error" and "proration" in invalid.json["error"]["details"]
+    for body in ({"price": flow.prices["pro"], "proration": "always_invoice"}, {"quantity": 2, "proration": "none"}):
+        path = "/subscription/quantity" if "quantity" in body else "/subscription/swap"
+        invalid = post(flow, path, body, expect=422).json["error"]
+        assert invalid["code"] == "validation_error" and "proration" in invalid["details"], "the client never chooses"
+    preview = flow.client.get(f"/subscription/swap/preview?price={flow.prices['pro']}&proration=none",
+                              headers=flow.headers)
+    assert preview.status_code == 422 and "proration" in preview.json["error"]["details"]
     for quantity in (0, -1, "2", 1.5):
         assert post(flow, "/subscription/quantity", {"quantity": quantity}, expect=422).json["error"]["code"] == \
             "validation_error"
@@ -284,7 +323,7 @@ def test_a_proration_date_stripe_refuses_is_422(flow):
 def test_a_replayed_402_is_the_first_answer(flow):
     subscription_id = subscribe(flow)
     use_card(flow, subscription_id, "pm_card_chargeDeclined")
-    body = {"price": flow.prices["pro"], "proration": "always_invoice"}
+    body = {"price": flow.prices["pro"]}
     first = post(flow, "/subscription/swap", body, key="declined-swap", expect=402)
     before = updates(flow)
     again = post(flow, "/subscription/swap", body, key="declined-swap", expect=402)

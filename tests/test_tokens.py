@@ -167,10 +167,10 @@ ENDPOINT_ABILITIES = {
     ("/notifications", "get"): "notifications:read",
     ("/auth/tokens", "post"): "tokens:manage",
     ("/auth/tokens/{token_id}", "delete"): "tokens:manage",
-    ("/auth/tokens", "get"): None,
+    ("/auth/tokens", "get"): "tokens:manage",
     ("/auth/logout", "post"): None,
     ("/auth/token/refresh", "post"): None,
-    ("/auth/logout-all", "post"): None,
+    ("/auth/logout-all", "post"): "tokens:manage",
 }
 
 
@@ -191,7 +191,7 @@ def call(client, path, method, headers):
     path = path.replace("{token_id}", "999999")
     json_body = {"price": "price_unknown"} if path == "/subscription/intent" else {}
     if path == "/auth/tokens" and method == "post":
-        json_body = {"name": "x", "abilities": ["profile:read"]}
+        json_body = {"name": "x", "abilities": ["tokens:manage"]}
     return client.open(path, method=method.upper(), headers=headers, json=json_body)
 
 
@@ -207,8 +207,8 @@ def test_a_token_without_the_ability_gets_403_insufficient_scope_with_a_challeng
     assert response.headers["WWW-Authenticate"] == f'Bearer error="insufficient_scope", scope="{ability}"'
     only = personal(client, auth_headers, abilities=[ability])
     assert call(client, path, method, bearer(only)).status_code not in (401, 403)
-    # The login token (abilities [], SPEC 2) may do everything.
-    assert call(client, path, method, auth_headers).status_code not in (401, 403)
+    # A login token (abilities [], SPEC 2) may do everything; a fresh one, as logout-all ended the others.
+    assert call(client, path, method, bearer(login(client))).status_code not in (401, 403)
 
 
 @pytest.mark.parametrize("path, method", [key for key, ability in ENDPOINT_ABILITIES.items() if not ability])
@@ -223,7 +223,8 @@ def test_the_token_cap_refuses_one_more_with_409_naming_it(make_app):
     with time_machine.travel(T0, tick=False) as traveller:
         headers = bearer(login(client))
         short = personal(client, headers, expires_in_days=1)
-        manager = bearer(personal(client, headers, abilities=["tokens:manage"], expires_in_days=30))
+        manager = bearer(personal(client, headers, abilities=["tokens:manage", "subscription:read"],
+                                  expires_in_days=30))
         response = create(client, headers)
         assert response.status_code == 409
         assert response.json["error"]["code"] == "too_many_tokens"
@@ -236,6 +237,27 @@ def test_the_token_cap_refuses_one_more_with_409_naming_it(make_app):
         assert create(client, manager).status_code == 409
         # Login itself is never refused by the cap (SPEC 3): credentials valid, a token is returned.
         assert client.get("/auth/me", headers=bearer(login(client))).status_code == 200
+
+
+def test_a_token_mints_only_abilities_it_has(client, auth_headers):
+    """Issue 25 item 5: ``tokens:manage`` alone was full access, minting a token with every ability."""
+    manager = bearer(personal(client, auth_headers, abilities=["tokens:manage", "subscription:read"]))
+    for wanted in (["subscription:write"], ["subscription:read", "profile:read"], list(ABILITIES)):
+        refused = create(client, manager, abilities=wanted)
+        assert refused.status_code == 403 and refused.json["error"]["code"] == "insufficient_scope", wanted
+        assert refused.json["error"]["details"]["ability"] in set(wanted) - {"tokens:manage", "subscription:read"}
+    assert personal(client, manager, abilities=["subscription:read"])["abilities"] == ["subscription:read"]
+    assert personal(client, manager, abilities=["tokens:manage"])["abilities"] == ["tokens:manage"]
+    assert personal(client, auth_headers, abilities=list(ABILITIES))["abilities"] == list(ABILITIES), \
+        "a login token has every ability"
+
+
+def test_listing_sessions_and_logging_out_everywhere_need_tokens_manage(client, auth_headers):
+    reader = bearer(personal(client, auth_headers, abilities=["subscription:read"]))
+    for method, path in (("GET", "/auth/tokens"), ("POST", "/auth/logout-all")):
+        response = client.open(path, method=method, headers=reader, json={})
+        assert response.status_code == 403 and response.json["error"]["details"] == {"ability": "tokens:manage"}
+    assert client.get("/subscription", headers=reader).status_code == 200, "nothing was logged out"
 
 
 def test_revoke_deletes_one_of_the_callers_tokens(client, auth_headers):

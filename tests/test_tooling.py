@@ -56,3 +56,16 @@ def test_pip_install_leaves_nothing_untracked(tmp_path):
     assert install.returncode == 0, install.stderr[-3000:]
     status = run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone).stdout.splitlines()
     assert [line for line in status if line.startswith("??")] == []
+
+
+def test_every_stripe_call_type_checks_against_the_pinned_sdk(tmp_path):
+    """``make lint``'s mypy, here too so that CI proves it: each Stripe call's params are typed with the
+    pinned SDK's ``stripe.params`` TypedDicts, so a shape real Stripe refuses at the pinned API version
+    (issue 26: resume's ``billing_cycle_anchor`` as a string) fails."""
+    mypy = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache")]
+    assert run([*mypy, "app/billing/stripe_provider.py"]).returncode == 0
+    broken = tmp_path / "stripe_provider.py"
+    source = (ROOT / "app/billing/stripe_provider.py").read_text()
+    broken.write_text(source.replace('{"type": "now"}', '"now"'))
+    result = run([*mypy, "--config-file", str(ROOT / "setup.cfg"), str(broken)])
+    assert result.returncode == 1 and "billing_cycle_anchor" in result.stdout, result.stdout

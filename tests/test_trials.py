@@ -49,11 +49,15 @@ def test_a_first_subscription_is_a_trial_that_charges_the_card_it_collected(flow
     assert live.trial_settings.end_behavior.missing_payment_method == "pause"
     assert live.payment_settings.save_default_payment_method == "on_subscription"
     assert started["subscription"]["trial_end"] is not None
-    assert flow.me()["plan"] == "basic", "a trial entitles from its start"
+    settle(flow)
+    assert flow.me()["plan"] == "free", "a trial grants its plan only once its card is saved"
+    again = flow.intent(expect=409)["error"]
+    assert again["code"] == "already_subscribed" and again["details"] == {"status": "trialing"}, "one trial at a time"
 
     card = flow.stripe.v1.setup_intents.confirm(started["client_secret"].split("_secret_")[0],
                                                 params={"payment_method": "pm_card_visa"}).payment_method
     settle(flow)
+    assert flow.me()["plan"] == "basic", "the card is saved: the trial entitles"
     assert flow.me()["card"] == {"brand": "visa", "last4": "4242"}
     assert flow.notifications() == ["trial_started"]
     assert get(flow, "/subscription/invoices/upcoming")["amount_due"] == 900, "the first charge, after the trial"

@@ -250,3 +250,28 @@ def test_provider_livemode_acknowledges_events_of_the_other_mode_and_stores_noth
         assert snapshot(app) == {"ledger": [], "subscriptions": [], "notifications": [], "plans": [None]}
     assert post(client, event).status_code == 200
     assert snapshot(app)["plans"] == (["pro"] if processed else [None])
+
+
+@pytest.mark.parametrize("api_key, mode", [("sk_live_abc", "live"), ("rk_live_abc", "live"), ("sk_test_abc", "test"),
+                                           ("", "test")])
+def test_provider_livemode_follows_the_api_key_by_default(make_app, api_key, mode):
+    """Issue 25 item 9: a test deployment never processes live events unless told to."""
+    assert make_app(PROVIDER_API_KEY=api_key, PROVIDER_LIVEMODE="").config["PROVIDER_LIVEMODE"] == mode
+
+
+def test_an_update_naming_another_users_subscription_is_acknowledged_and_changes_nothing(app, caplog):
+    """Issue 25 item 8: it was an IntegrityError (a 500 Stripe retries for three days)."""
+    with app.app_context():
+        db.session.add_all([User(email="cus@example.com", password_hash="x", provider_id=CUSTOMER),
+                            User(email="other@example.com", password_hash="x", provider_id="cus_other")])
+        db.session.commit()
+    client = app.test_client()
+    assert post(client, load_event("02")).status_code == 200
+    before = snapshot(app)
+    foreign = load_event("03", id="evt_foreign")
+    foreign["data"]["object"]["customer"] = "cus_other"
+    response = post(client, foreign)
+    assert response.status_code == 200 and response.json == {"received": True}
+    after = snapshot(app)
+    assert after["subscriptions"] == before["subscriptions"] and after["plans"] == before["plans"]
+    assert "belongs to another user" in caplog.text

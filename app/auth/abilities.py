@@ -14,7 +14,8 @@ ABILITIES = {
                           "POST /subscription/cancel, POST /subscription/resume, POST /subscription/quantity, "
                           "POST /subscription/payment-method",
     "notifications:read": "GET /notifications",
-    "tokens:manage": "POST /auth/tokens, DELETE /auth/tokens/{id}",
+    "tokens:manage": "GET /auth/tokens, POST /auth/tokens (abilities it has itself), DELETE /auth/tokens/{id}, "
+                     "POST /auth/logout-all",
 }
 
 

@@ -1,12 +1,12 @@
 """Bearer authentication (RFC 6750): resolve the current token and user once per request, check abilities."""
 from functools import wraps
 
-from flask import g, request
+from flask import current_app, g, request
 from flask_smorest import Blueprint
 
 from app.auth import abilities, tokens
 from app.errors import InsufficientScope, TokenReused, Unauthenticated
-from app.extensions import db
+from app.extensions import db, limiter
 from app.models import User
 from app.models.token import IP_LENGTH, USER_AGENT_LENGTH
 
@@ -84,6 +84,24 @@ def ability_required(ability):
         return Blueprint.doc(**{"x-abilities": [ability]}, responses={"403": "FORBIDDEN"})(wrapper)
 
     return decorator
+
+
+# The one count that every endpoint calling Stripe for a user shares.
+PROVIDER_CALLS_SCOPE = "provider-calls"
+
+
+def provider_calls_limited(view):
+    """Limit the endpoints that call Stripe on the current user's behalf, under ``auth_required``.
+
+    At most ``PROVIDER_CALLS_RATE_LIMIT`` such requests per user across all of them, counted on the
+    limiter's store (shared by every worker and host with Redis), so that one token in a hostile
+    script cannot spend the Stripe account's request rate (about 100/s live, 25/s test) that every
+    other user's payments need. Past it: 429 ``rate_limited`` with ``Retry-After``, before any
+    provider call (CONTRACT "Changes to the third round").
+    """
+    limited = limiter.limit(lambda: current_app.config["PROVIDER_CALLS_RATE_LIMIT"],
+                            key_func=lambda: str(g.current_user.id), scope=PROVIDER_CALLS_SCOPE)(view)
+    return Blueprint.doc(responses={"429": "TOO_MANY_REQUESTS"})(limited)
 
 
 def seen_client():

@@ -8,7 +8,8 @@ from flask import current_app
 from sqlalchemy import delete, func, not_, select
 
 from app.auth import expiry, tokens
-from app.errors import NotFound, TooManyTokens
+from app.auth.abilities import grants
+from app.errors import InsufficientScope, NotFound, TooManyTokens
 from app.extensions import db
 from app.models import AccessToken, RotatedToken
 from app.models.user import lock_user
@@ -34,14 +35,19 @@ def present_token(token, current):
     }
 
 
-def create_token(user, name, abilities, expires_in_days=None, client=None):
+def create_token(user, name, abilities, expires_in_days=None, client=None, granted=()):
     """Issue a personal access token; return ``(token, plain_text)``.
 
-    ``abilities`` is a non-empty list from ``ABILITIES`` (validated by the schema); ``expires_in_days``
-    sets an explicit expiry, else the global expiration applies. Raises ``TooManyTokens`` (409) when
+    ``abilities`` is a non-empty list from ``ABILITIES`` (validated by the schema), each one the
+    calling token's ``granted`` abilities allow (``[]``, a login token's, allows all): a token never
+    mints more than it has (CONTRACT "Changes to the third round"), else ``InsufficientScope`` (403).
+    ``expires_in_days`` sets an explicit expiry, else the global expiration applies. Raises ``TooManyTokens`` (409) when
     the user already holds ``AUTH_MAX_TOKENS_PER_USER`` live tokens, login tokens included; the
     user's row lock makes two concurrent creations count one after the other.
     """
+    beyond = [ability for ability in abilities if not grants(granted, ability)]
+    if beyond:
+        raise InsufficientScope.for_ability(beyond[0])
     limit = current_app.config["AUTH_MAX_TOKENS_PER_USER"]
     lock_user(user)
     if db.session.scalar(select(func.count()).select_from(AccessToken).where(*_live(user))) >= limit:

@@ -32,12 +32,23 @@ def _login_rate_key():
     return f"{request.remote_addr or ''}|{str(jsonbody.email_of(request) or '').strip().lower()}"
 
 
+def _client_rate_key():
+    # The client address (``PROXY_FIX_X_FOR`` behind a proxy): one script cannot open accounts at will.
+    return request.remote_addr or ""
+
+
 @blp.route("/register", methods=["POST"])
+@limiter.limit(lambda: current_app.config["AUTH_REGISTER_RATE_LIMIT"], key_func=_client_rate_key)
 @blp.arguments(RegisterSchema)
 @blp.response(201, UserSchema)
 @blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(429, response="TOO_MANY_REQUESTS")
 def register(body):
-    """Create an account. No token is returned: login is the only credential exchange."""
+    """Create an account. No token is returned: login is the only credential exchange.
+
+    429 ``rate_limited`` past ``AUTH_REGISTER_RATE_LIMIT`` accounts per client address (free trials
+    are per account, so accounts are not free to open at will).
+    """
     user = service.register_user(**body)
     db.session.commit()
     return presentation.present_user(user)
@@ -99,13 +110,15 @@ def me():
 
 @blp.route("/tokens", methods=["GET"])
 @auth_required
+@ability_required("tokens:manage")
 @blp.arguments(PageQuerySchema, location="query")
 @blp.response(200, TokenPageSchema)
 def list_tokens(query):
     """List the caller's live tokens, newest first (page with ``limit`` 1-100 and ``starting_after``).
 
     Never a secret or digest. ``last_used_at`` is accurate to a minute; ``current`` marks the
-    token of this request. Any valid token may list (CONTRACT).
+    token of this request. Needs ``tokens:manage``: the list shows every session's IP and user
+    agent (CONTRACT "Changes to the third round").
     """
     rows, has_more = management.list_tokens(g.current_user, **query)
     return {"data": [management.present_token(row, g.current_token) for row in rows], "has_more": has_more}
@@ -123,9 +136,11 @@ def create_token(body):
 
     ``expires_in_days`` (1-366) sets its lifetime, else ``AUTH_TOKEN_EXPIRATION`` applies. 422
     ``validation_error`` naming unknown abilities or a bad field; 409 ``too_many_tokens`` when the
-    caller holds ``AUTH_MAX_TOKENS_PER_USER`` live tokens (``details.limit``).
+    caller holds ``AUTH_MAX_TOKENS_PER_USER`` live tokens (``details.limit``); 403 ``insufficient_scope``
+    for an ability the calling token does not have (a login token has all).
     """
-    token, plain_text = management.create_token(g.current_user, **body, client=seen_client())
+    token, plain_text = management.create_token(g.current_user, **body, client=seen_client(),
+                                                 granted=g.current_token.abilities)
     db.session.commit()
     return {**_token_body(token, plain_text), "id": token.id, "name": token.name, "abilities": token.abilities}
 
@@ -144,6 +159,7 @@ def revoke_token(path, token_id):
 
 @blp.route("/logout-all", methods=["POST"])
 @auth_required
+@ability_required("tokens:manage")
 @blp.arguments(LogoutAllSchema, required=False)
 @blp.response(204)
 def logout_all(body):

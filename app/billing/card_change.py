@@ -12,7 +12,7 @@ Nothing here commits.
 """
 import logging
 
-from app.billing import objects, payment_methods, plans, state
+from app.billing import objects, payment_methods, plans, state, trials
 from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, PAUSED_STATUSES, VALID_STATUSES
 from app.errors import ProviderRejected
 
@@ -61,12 +61,18 @@ def adopt(provider, user, event):
 
 
 def _pay_with(provider, user, subscription, method, key):
-    """Make ``method`` the subscription's default; pay its open invoice in dunning; resume it when paused."""
-    if subscription.default_payment_method == method and subscription.provider_status in VALID_STATUSES:
+    """Make ``method`` the subscription's default; pay its open invoice in dunning; resume it when paused.
+
+    A trial whose card already saved another trial here ends now instead, charged to that card
+    (``trials.card_had_a_trial``).
+    """
+    params = {"default_payment_method": method}
+    if subscription.provider_status == "trialing" and trials.card_had_a_trial(provider, subscription, method):
+        params["trial_end"] = "now"
+    elif subscription.default_payment_method == method and subscription.provider_status in VALID_STATUSES:
         return  # nothing waits for this card
     try:
-        live = provider.update_subscription(subscription.provider_id, {"default_payment_method": method},
-                                            f"card-{key}")
+        live = provider.update_subscription(subscription.provider_id, params, f"card-{key}")
         if live.get("status") in PAUSED_STATUSES:
             live = provider.resume_subscription(subscription.provider_id, f"resume-{key}")
         elif live.get("status") in DUNNING_STATUSES and _pay_open_invoice(provider, live, method, key):

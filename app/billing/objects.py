@@ -52,6 +52,20 @@ def price_of(item):
     return ref_id(item.get("price")) or ref_id(item.get("plan"))
 
 
+def pending_update_of(subscription):
+    """Return ``{"price", "quantity", "expires_at"}`` of a subscription's ``pending_update`` (its one
+    item; ``expires_at`` in Unix seconds), or ``None`` when no change waits for payment."""
+    pending = subscription.get("pending_update")
+    if not isinstance(pending, dict):
+        return None
+    items = [item for item in pending.get("subscription_items") or () if isinstance(item, dict)]
+    quantity = items[0].get("quantity") if items else None
+    expires_at = pending.get("expires_at")
+    return {"price": price_of(items[0]) if items else None,
+            "quantity": quantity if isinstance(quantity, int) else None,
+            "expires_at": expires_at if isinstance(expires_at, int) else None}
+
+
 def product_of(item):
     price = item.get("price") if isinstance(item.get("price"), dict) else item.get("plan")
     return ref_id(price.get("product")) if isinstance(price, dict) else None

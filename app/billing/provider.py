@@ -12,7 +12,8 @@ from app.errors import AppError
 
 
 class InvalidProrationDate(AppError):
-    """422 ``validation_error``: Stripe refused the client's ``proration_date`` (not in the current period)."""
+    """422 ``validation_error``: the client's ``proration_date`` is not a recent preview's, or Stripe
+    refused it (not in the current period)."""
 
     status = 422
     code = "validation_error"
@@ -20,6 +21,12 @@ class InvalidProrationDate(AppError):
     @classmethod
     def refused(cls):
         message = "Must fall within the subscription's current period (a preview's proration_date does)."
+        return cls("The request body is not valid.", details={"proration_date": [message]})
+
+    @classmethod
+    def not_recent(cls):
+        """Older than 10 minutes, or in the future: not a preview's date (CONTRACT "Changes to the third round")."""
+        message = "Must be a preview's proration_date from the last 10 minutes; preview the swap again."
         return cls("The request body is not valid.", details={"proration_date": [message]})
 
 
@@ -67,6 +74,13 @@ class SubscriptionProvider(ABC):
         """
 
     @abstractmethod
+    def retrieve_price(self, price_id):
+        """Return the price (``unit_amount`` in minor units, ``currency``, ``recurring``, ``active``).
+
+        Raises ``UnknownPrice`` (422) when the provider has no such price.
+        """
+
+    @abstractmethod
     def retrieve_subscription(self, subscription_id):
         """Return the live subscription with ``latest_invoice.confirmation_secret`` and ``pending_setup_intent``."""
 
@@ -83,11 +97,10 @@ class SubscriptionProvider(ABC):
         """
 
     @abstractmethod
-    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
+    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False):
         """Cancel the subscription now and return it.
 
-        ``prorate`` credits the unused time; ``invoice_now`` invoices what is pending at once
-        (Stripe's ``DELETE /v1/subscriptions/{id}`` parameters).
+        ``prorate`` credits the unused time (Stripe's ``DELETE /v1/subscriptions/{id}`` parameter).
         """
 
     @abstractmethod

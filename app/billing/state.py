@@ -47,6 +47,11 @@ def subscription_of(user, provider_id):
     return next((s for s in user.subscriptions if s.provider_id == provider_id), None)
 
 
+def owner_of_subscription(provider_id):
+    """Return the id of the user whose row holds the provider subscription ``provider_id``, or ``None``."""
+    return db.session.scalar(select(Subscription.user_id).where(Subscription.provider_id == provider_id))
+
+
 def live_as_of():
     """Return the ``as_of`` of a live read: now, to the second, as provider event times are.
 
@@ -83,6 +88,10 @@ def apply_subscription(user, obj, as_of):
     subscription.current_period_end = period_end
     subscription.trial_ends_at = from_timestamp(obj.get("trial_end"))
     subscription.ends_at = objects.ends_at(obj, period_end)
+    pending = objects.pending_update_of(obj)
+    subscription.pending_price = pending["price"] if pending else None
+    subscription.pending_quantity = pending["quantity"] if pending else None
+    subscription.pending_expires_at = from_timestamp(pending["expires_at"]) if pending else None
     subscription.provider_created_at = from_timestamp(obj.get("created"))
     subscription.provider_updated_at = max(as_of, subscription.provider_updated_at)
     _apply_items(subscription, items)

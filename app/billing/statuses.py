@@ -32,15 +32,17 @@ PAUSED_STATUSES = frozenset({"paused"})
 TERMINAL_STATUSES = frozenset({"canceled", "incomplete_expired"})
 
 
-def is_valid(status, ends_at, now):
+def awaits_card(status, card_saved):
+    """Whether a subscription is a free trial whose card is not saved yet (its SetupIntent has not succeeded)."""
+    return status == "trialing" and not card_saved
+
+
+def is_valid(status, ends_at, now, card_saved=True):
     """Whether a subscription entitles at ``now``: a valid status, and ``ends_at`` (if set) still ahead.
 
     All times aware UTC. ``ends_at`` is a cancellation's end (at period end, or when the provider
-    ended it); until then the user keeps the plan (SPEC 6 listener rule 1).
+    ended it); until then the user keeps the plan (SPEC 6 listener rule 1). A trial entitles only
+    once its card is saved (``card_saved``: the subscription has a default payment method), so that
+    trials cannot be farmed without a card (CONTRACT "Changes to the third round").
     """
-    return status in VALID_STATUSES and (ends_at is None or ends_at > now)
-
-
-def on_grace_period(status, ends_at, now):
-    """Whether a subscription is cancelled but still valid until ``ends_at`` (Cashier's ``onGracePeriod``)."""
-    return ends_at is not None and is_valid(status, ends_at, now)
+    return status in VALID_STATUSES and not awaits_card(status, card_saved) and (ends_at is None or ends_at > now)

@@ -12,6 +12,24 @@ from contextlib import contextmanager
 
 import requests
 import stripe
+from stripe.params import (
+    CustomerCreateParams,
+    CustomerRetrieveParams,
+    CustomerUpdateParams,
+    InvoiceCreatePreviewParams,
+    InvoiceCreatePreviewParamsSubscriptionDetails,
+    InvoiceListParams,
+    InvoicePayParams,
+    SetupIntentCreateParams,
+    SubscriptionCancelParams,
+    SubscriptionCreateParams,
+    SubscriptionListParams,
+    SubscriptionResumeParams,
+    SubscriptionRetrieveParams,
+    SubscriptionUpdateParams,
+    WebhookEndpointListParams,
+)
+from stripe.params.billing_portal import SessionCreateParams
 
 from app import jsonbody
 from app.billing.provider import InvalidProrationDate, SubscriptionProvider
@@ -143,24 +161,20 @@ class StripeProvider(SubscriptionProvider):
         return jsonbody.loads(payload)
 
     def create_customer(self, email, name, user_id, idempotency_key):
+        params: CustomerCreateParams = {"email": email, "name": name or "", "metadata": {"user_id": str(user_id)}}
         with _provider_call("create customer"):
-            customer = self._v1.customers.create(
-                params={"email": email, "name": name or "", "metadata": {"user_id": str(user_id)}},
-                options={"idempotency_key": idempotency_key},
-            )
+            customer = self._v1.customers.create(params=params, options={"idempotency_key": idempotency_key})
         return customer.id
 
     def retrieve_customer(self, customer_id):
+        params: CustomerRetrieveParams = {"expand": ["invoice_settings.default_payment_method"]}
         with _provider_call("retrieve customer"):
-            return self._v1.customers.retrieve(
-                customer_id, params={"expand": ["invoice_settings.default_payment_method"]}
-            ).to_dict()
+            return self._v1.customers.retrieve(customer_id, params=params).to_dict()
 
     def set_default_payment_method(self, customer_id, payment_method_id):
+        params: CustomerUpdateParams = {"invoice_settings": {"default_payment_method": payment_method_id}}
         with _provider_call("set default payment method"):
-            self._v1.customers.update(
-                customer_id, params={"invoice_settings": {"default_payment_method": payment_method_id}}
-            )
+            self._v1.customers.update(customer_id, params=params)
 
     def retrieve_payment_method(self, payment_method_id):
         with _provider_call("retrieve payment method"):
@@ -176,7 +190,7 @@ class StripeProvider(SubscriptionProvider):
             return self._v1.payment_intents.retrieve(payment_intent_id).to_dict()
 
     def create_subscription(self, customer_id, price, idempotency_key, trial_days=0):
-        params = {
+        params: SubscriptionCreateParams = {
             "customer": customer_id,
             "items": [{"price": price}],
             "payment_behavior": "default_incomplete",
@@ -190,13 +204,24 @@ class StripeProvider(SubscriptionProvider):
             subscription = self._v1.subscriptions.create(params=params, options={"idempotency_key": idempotency_key})
         return subscription.to_dict()
 
+    def retrieve_price(self, price_id):
+        with _provider_call("retrieve price"):
+            try:
+                return self._v1.prices.retrieve(price_id).to_dict()
+            except stripe.InvalidRequestError as exc:
+                if exc.code == "resource_missing":
+                    raise UnknownPrice.for_price(price_id) from exc
+                raise
+
     def retrieve_subscription(self, subscription_id):
+        params: SubscriptionRetrieveParams = {"expand": SUBSCRIPTION_EXPAND}
         with _provider_call("retrieve subscription"):
-            return self._v1.subscriptions.retrieve(subscription_id, params={"expand": SUBSCRIPTION_EXPAND}).to_dict()
+            return self._v1.subscriptions.retrieve(subscription_id, params=params).to_dict()
 
     def list_subscriptions(self, customer_id):
+        params: SubscriptionListParams = {"customer": customer_id, "status": "all", "limit": 100}
         with _provider_call("list subscriptions"):
-            page = self._v1.subscriptions.list(params={"customer": customer_id, "status": "all", "limit": 100})
+            page = self._v1.subscriptions.list(params=params)
             return [subscription.to_dict() for subscription in page.auto_paging_iter()]
 
     def _now_if_replayed(self, answer):
@@ -210,24 +235,30 @@ class StripeProvider(SubscriptionProvider):
             return self.retrieve_subscription(answer.id)
         return answer.to_dict()
 
-    def update_subscription(self, subscription_id, params, idempotency_key):
+    def update_subscription(self, subscription_id, params: SubscriptionUpdateParams, idempotency_key):
+        expanded: SubscriptionUpdateParams = {**params, "expand": SUBSCRIPTION_EXPAND}
         with _provider_call("update subscription"), _client_values_refused(params):
-            answer = self._v1.subscriptions.update(
-                subscription_id, params={**params, "expand": SUBSCRIPTION_EXPAND},
-                options={"idempotency_key": idempotency_key})
+            try:
+                answer = self._v1.subscriptions.update(subscription_id, params=expanded,
+                                                       options={"idempotency_key": idempotency_key})
+            except stripe.IdempotencyError:
+                # The key's request went through before, with parameters decided from a state that
+                # has moved on since (a retried upgrade that is now a downgrade): it is done, and
+                # doing it again would change twice what the client asked once.
+                log.info("update of subscription %s under a used key; reading it as it is now", subscription_id)
+                return self.retrieve_subscription(subscription_id)
         return self._now_if_replayed(answer)
 
-    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
-        params = {"prorate": True} if prorate else {}
-        if invoice_now:
-            params["invoice_now"] = True
-        options = {"idempotency_key": idempotency_key} if idempotency_key else {}
+    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False):
+        params: SubscriptionCancelParams = {"prorate": True} if prorate else {}
         with _provider_call("cancel subscription"):
-            answer = self._v1.subscriptions.cancel(subscription_id, params=params, options=options)
+            answer = self._v1.subscriptions.cancel(
+                subscription_id, params=params, options={"idempotency_key": idempotency_key} if idempotency_key else {})
         return self._now_if_replayed(answer)
 
-    def preview_invoice(self, subscription_id, subscription_details=None):
-        params = {"subscription": subscription_id}
+    def preview_invoice(self, subscription_id,
+                        subscription_details: InvoiceCreatePreviewParamsSubscriptionDetails | None = None):
+        params: InvoiceCreatePreviewParams = {"subscription": subscription_id}
         if subscription_details:
             params["subscription_details"] = subscription_details
         with _provider_call("preview invoice"), _client_values_refused(subscription_details or {}):
@@ -240,13 +271,13 @@ class StripeProvider(SubscriptionProvider):
 
     def resume_subscription(self, subscription_id, idempotency_key):
         with _provider_call("resume subscription"):
-            answer = self._v1.subscriptions.resume(
-                subscription_id, params={"billing_cycle_anchor": "now", "expand": SUBSCRIPTION_EXPAND},
-                options={"idempotency_key": idempotency_key})
+            params: SubscriptionResumeParams = {"billing_cycle_anchor": {"type": "now"}, "expand": SUBSCRIPTION_EXPAND}
+            answer = self._v1.subscriptions.resume(subscription_id, params=params,
+                                                   options={"idempotency_key": idempotency_key})
         return self._now_if_replayed(answer)
 
     def list_invoices(self, customer_id, limit, starting_after=None):
-        params = {"customer": customer_id, "limit": limit}
+        params: InvoiceListParams = {"customer": customer_id, "limit": limit}
         if starting_after:
             params["starting_after"] = starting_after
         with _provider_call("list invoices"), _cursor_refused(starting_after):
@@ -254,19 +285,19 @@ class StripeProvider(SubscriptionProvider):
         return {"data": [invoice.to_dict() for invoice in page.data], "has_more": page.has_more}
 
     def pay_invoice(self, invoice_id, payment_method_id, idempotency_key):
+        params: InvoicePayParams = {"payment_method": payment_method_id, "off_session": True}
         with _provider_call("pay invoice"):
             try:
-                self._v1.invoices.pay(invoice_id, params={"payment_method": payment_method_id, "off_session": True},
-                                      options={"idempotency_key": idempotency_key})
+                self._v1.invoices.pay(invoice_id, params=params, options={"idempotency_key": idempotency_key})
             except stripe.CardError as exc:
                 log.info("invoice %s not paid with %s: %s", invoice_id, payment_method_id, _one_line(exc))
                 return False
         return True
 
     def create_setup_intent(self, customer_id, idempotency_key):
+        params: SetupIntentCreateParams = {"customer": customer_id, "usage": "off_session"}
         with _provider_call("create setup intent"):
-            return self._v1.setup_intents.create(params={"customer": customer_id, "usage": "off_session"},
-                                                 options={"idempotency_key": idempotency_key}).to_dict()
+            return self._v1.setup_intents.create(params=params, options={"idempotency_key": idempotency_key}).to_dict()
 
     def create_portal_session(self, customer_id, return_url):
         """Create a session under a key derived from the customer, the return URL and a time window.
@@ -274,7 +305,7 @@ class StripeProvider(SubscriptionProvider):
         A key fixed per customer would replay one session, long expired, for the day Stripe keeps
         keys; with the window a double click or retry gets one session, a later request a new one.
         """
-        params = {"customer": customer_id}
+        params: SessionCreateParams = {"customer": customer_id}
         if return_url:
             params["return_url"] = return_url
         window = int(time.time()) // PORTAL_IDEMPOTENCY_WINDOW
@@ -284,6 +315,7 @@ class StripeProvider(SubscriptionProvider):
                 params=params, options={"idempotency_key": f"portal-{customer_id}-{window}-{target}"}).url
 
     def list_webhook_endpoints(self):
+        params: WebhookEndpointListParams = {"limit": 100}
         with _provider_call("list webhook endpoints"):
-            page = self._v1.webhook_endpoints.list(params={"limit": 100})
+            page = self._v1.webhook_endpoints.list(params=params)
             return [endpoint.to_dict() for endpoint in page.auto_paging_iter()]

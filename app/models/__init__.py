@@ -1,10 +1,10 @@
 """The models, importable from one place so Alembic sees every table."""
 from app.models.delivery import NotificationDelivery
 from app.models.idempotency import IdempotencyKey
-from app.models.subscription import Subscription, SubscriptionItem
+from app.models.subscription import Subscription, SubscriptionItem, TrialFingerprint
 from app.models.token import AccessToken, RotatedToken
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
 __all__ = ["AccessToken", "FailedWebhookEvent", "IdempotencyKey", "Notification", "NotificationDelivery",
-           "RotatedToken", "Subscription", "SubscriptionItem", "User", "WebhookEvent"]
+           "RotatedToken", "Subscription", "SubscriptionItem", "TrialFingerprint", "User", "WebhookEvent"]

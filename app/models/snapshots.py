@@ -38,7 +38,8 @@ class SubscriptionSnapshot(SubscriptionRules, Snapshot):
     """A ``subscriptions`` row, with the model's entitlement rules: what the plan and the resource read."""
 
     COLUMNS = ("id", "provider_id", "provider_status", "provider_price", "cancel_at_period_end",
-               "current_period_end", "ends_at", "provider_created_at", "created_at", "quantity", "trial_ends_at")
+               "current_period_end", "ends_at", "provider_created_at", "created_at", "quantity", "trial_ends_at",
+               "default_payment_method", "pending_price", "pending_quantity", "pending_expires_at")
 
 
 class UserSnapshot(Snapshot):

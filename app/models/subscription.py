@@ -14,11 +14,15 @@ class SubscriptionRules:
 
     def is_valid(self, now):
         """Whether the user is entitled to this subscription's plan at ``now`` (aware UTC)."""
-        return statuses.is_valid(self.provider_status, self.ends_at, now)
+        return statuses.is_valid(self.provider_status, self.ends_at, now, self.default_payment_method is not None)
 
     def on_grace_period(self, now):
         """Whether it is cancelled but still valid until ``ends_at`` (Cashier's ``onGracePeriod``)."""
-        return statuses.on_grace_period(self.provider_status, self.ends_at, now)
+        return self.ends_at is not None and self.is_valid(now)
+
+    def awaits_card(self):
+        """Whether it is a free trial whose card is not saved yet: it grants nothing until it is."""
+        return statuses.awaits_card(self.provider_status, self.default_payment_method is not None)
 
 
 class Subscription(SubscriptionRules, db.Model):
@@ -45,6 +49,10 @@ class Subscription(SubscriptionRules, db.Model):
     current_period_end: Mapped[datetime | None] = mapped_column(UTCDateTime)
     trial_ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Stripe's pending_update: a price or seat change waiting for its invoice to be paid.
+    pending_price: Mapped[str | None] = mapped_column(String(255))
+    pending_quantity: Mapped[int | None] = mapped_column(Integer)
+    pending_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider_created_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -74,3 +82,17 @@ class SubscriptionItem(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     subscription = relationship("Subscription", back_populates="items")
+
+
+class TrialFingerprint(db.Model):
+    """A card (Stripe's ``card.fingerprint``, the same for one card number within an account) that
+    saved a free trial's card here: another trial with it ends at once (CONTRACT "Changes to the
+    third round"). Kept when the account is deleted, so that a card earns one trial, ever."""
+
+    __tablename__ = "trial_fingerprints"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(255), unique=True)
+    provider_subscription: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

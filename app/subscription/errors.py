@@ -8,6 +8,13 @@ class NotSubscribed(Conflict):
     code = "not_subscribed"
     message = "The user has no live subscription to change; start one with POST /subscription/intent."
 
+    @classmethod
+    def paused(cls):
+        """The user's subscription is a trial paused at its end for want of a card: a card resumes it."""
+        return cls("The subscription is paused: its free trial ended without a card. Add a card with POST "
+                   "/subscription/payment-method (or in the billing portal) and it resumes; then change it.",
+                   details={"status": "paused"})
+
 
 class SubscriptionEnded(Conflict):
     code = "subscription_ended"
@@ -27,6 +34,12 @@ class SubscriptionPastDue(Conflict):
                    details={"status": status})
 
 
+def _invoice_details(invoice):
+    """What a client needs to pay a change's invoice: its id, Stripe's page, and what is due (minor units)."""
+    return {"invoice": invoice.get("id"), "hosted_invoice_url": invoice.get("hosted_invoice_url"),
+            "amount_due": invoice.get("amount_due"), "currency": invoice.get("currency")}
+
+
 class PaymentRequired(AppError):
     """402: the provider kept the old subscription because the change's invoice was not paid."""
 
@@ -37,8 +50,20 @@ class PaymentRequired(AppError):
     def for_invoice(cls, invoice):
         """``invoice``: the provider's invoice dict, ``confirmation_secret`` expanded."""
         return cls("The change's invoice was not paid (the card was declined or needs authentication), so the "
-                   "subscription keeps its current price. Confirm the payment with client_secret, or pay at "
-                   "hosted_invoice_url, within 23 hours to apply the change.",
+                   "subscription keeps its current price and seats. Confirm the payment with client_secret, or "
+                   "pay at hosted_invoice_url, within 23 hours to apply the change.",
                    details={"client_secret": ((invoice.get("confirmation_secret") or {}).get("client_secret")),
-                            "hosted_invoice_url": invoice.get("hosted_invoice_url"),
-                            "invoice": invoice.get("id")})
+                            **_invoice_details(invoice)})
+
+
+class PaymentPending(Conflict):
+    """409: an earlier price or seat change waits for its invoice to be paid (Stripe's ``pending_update``)."""
+
+    code = "payment_pending"
+
+    @classmethod
+    def for_invoice(cls, invoice):
+        """``invoice``: the provider's invoice dict of the pending change."""
+        return cls("An earlier change of this subscription waits for its invoice to be paid: pay it at "
+                   "hosted_invoice_url (it applies that change) or let it expire, then change the subscription. "
+                   "Cancelling stays possible.", details=_invoice_details(invoice))

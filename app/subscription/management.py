@@ -9,17 +9,30 @@ Stripe keeps the subscription as it was and holds the change in ``pending_update
 (https://docs.stripe.com/billing/subscriptions/pending-updates), which is ``402 payment_required``
 here. Notifications still come only from the webhooks that follow. Nothing here commits.
 """
+import time
+
 from flask import current_app
 
-from app.billing import objects, plans, state
-from app.billing.provider import get_provider
+from app.billing import objects, plans, prices, state
+from app.billing.provider import InvalidProrationDate, get_provider
 from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, PAUSED_STATUSES, TERMINAL_STATUSES
 from app.errors import Conflict, UnknownPrice
 from app.extensions import db
 from app.idempotency import provider_key
 from app.models.user import lock_user
-from app.subscription.errors import NotSubscribed, PaymentRequired, SubscriptionEnded, SubscriptionPastDue
+from app.subscription.errors import (
+    NotSubscribed,
+    PaymentPending,
+    PaymentRequired,
+    SubscriptionEnded,
+    SubscriptionPastDue,
+)
 from app.timeutil import utcnow
+
+# How old a client's proration_date may be, seconds: the preview's, sent within 10 minutes
+# (CONTRACT "Changes to the third round"); and how far ahead, for clocks of hosts that differ.
+PRORATION_DATE_MAX_AGE = 600
+PRORATION_DATE_SKEW = 5
 
 
 def _locked_subscriptions(user):
@@ -35,10 +48,16 @@ def live_subscription(subscriptions):
 
 
 def _changeable(user, lock=True):
-    subscription = live_subscription(_locked_subscriptions(user) if lock else user.subscriptions)
+    subscriptions = _locked_subscriptions(user) if lock else user.subscriptions
+    subscription = live_subscription(subscriptions)
     if subscription is None:
-        raise NotSubscribed()
+        raise NotSubscribed.paused() if _paused(subscriptions) is not None else NotSubscribed()
     return subscription
+
+
+def _paused(subscriptions):
+    """The newest subscription paused for want of a card (a trial that ended without one), or ``None``."""
+    return plans.newest([s for s in subscriptions if s.provider_status in PAUSED_STATUSES])
 
 
 def _priced(user, lock=True):
@@ -59,36 +78,61 @@ def _write(user, live):
     return subscription
 
 
-def pending_update_of(live):
-    """Return ``{"price", "expires_at"}`` of a subscription's pending update (Unix seconds), or ``None``."""
-    pending = live.get("pending_update")
-    if not isinstance(pending, dict):
-        return None
-    items = pending.get("subscription_items") or []
-    return {"price": objects.price_of(items[0]) if items else None, "expires_at": pending.get("expires_at")}
+def _refuse_while_pending(user, subscription):
+    """Raise ``PaymentPending`` (409) while a change of the subscription waits for its invoice.
+
+    The row says so from Stripe's own answers (a 402 here, or a webhook); Stripe is asked once more
+    before refusing, since the invoice may have been paid, or the update expired, a moment ago.
+    """
+    if subscription.pending_expires_at is None or subscription.pending_expires_at <= utcnow():
+        return
+    live = get_provider().retrieve_subscription(subscription.provider_id)
+    _write(user, live)
+    if objects.pending_update_of(live) is not None and isinstance(live.get("latest_invoice"), dict):
+        raise PaymentPending.for_invoice(live["latest_invoice"])
 
 
-def _change_item(user, action, change, proration, proration_date):
+def check_proration_date(value, now=None):
+    """Refuse a ``proration_date`` (Unix seconds) older than ``PRORATION_DATE_MAX_AGE`` or in the future.
+
+    CONTRACT "Changes to the third round": only a preview's date, sent within 10 minutes, is taken;
+    any other date would let the client choose what it pays. ``PRORATION_DATE_SKEW`` seconds
+    ahead are allowed for hosts whose clocks differ. Raises ``InvalidProrationDate`` (422).
+    """
+    now = int(time.time()) if now is None else now
+    if not now - PRORATION_DATE_MAX_AGE <= value <= now + PRORATION_DATE_SKEW:
+        raise InvalidProrationDate.not_recent()
+
+
+def _change_item(user, action, change, proration_date):
     """Apply ``change`` (``{"price"}`` or ``{"quantity"}``) to the one item of the live subscription.
 
     Returns ``(row, pending_update)``; a change to what the item already has calls nothing but a read.
-    Raises ``PaymentRequired`` (402) when Stripe keeps the change pending, after writing its answer.
+    Its ``proration_behavior`` is decided here, never by the client (``prices.proration_for``).
+    Raises ``PaymentPending`` (409) while an earlier change waits for payment, ``PaymentRequired``
+    (402) when Stripe keeps this change pending, after writing its answer.
     """
+    if proration_date is not None:
+        check_proration_date(proration_date)
     subscription = _priced(user)
+    _refuse_while_pending(user, subscription)
     item = subscription.items[0]
     provider = get_provider()
     current = {"price": item.provider_price, "quantity": item.quantity or 1}
-    if all(current[name] == value for name, value in change.items()):
+    wanted = {**current, **change}
+    if wanted == current:
         live = provider.retrieve_subscription(subscription.provider_id)
-        return _write(user, live), pending_update_of(live)
+        return _write(user, live), objects.pending_update_of(live)
+    behavior = prices.proration_for(provider, current["price"], current["quantity"], wanted["price"],
+                                    wanted["quantity"])
     params = {"items": [{"id": item.provider_id, **change}], "payment_behavior": "pending_if_incomplete",
-              "proration_behavior": proration or current_app.config["PROVIDER_PRORATION"]}
+              "proration_behavior": behavior}
     if proration_date is not None:
         params["proration_date"] = proration_date
     live = provider.update_subscription(subscription.provider_id, params, provider_key(user, action))
     row = _write(user, live)
-    pending = pending_update_of(live)
-    # The answer may carry an older pending update (a swap still unpaid); this change is refused
+    pending = objects.pending_update_of(live)
+    # The answer may carry an older pending update (made in the portal, say); this change is refused
     # only if it is not on the item Stripe answered with.
     if not _carries(live, change) and pending is not None and isinstance(live.get("latest_invoice"), dict):
         raise PaymentRequired.for_invoice(live["latest_invoice"])
@@ -102,53 +146,55 @@ def _carries(live, change):
     return all(found.get(name) == value for name, value in change.items())
 
 
-def swap(user, price, proration=None, proration_date=None):
+def swap(user, price, proration_date=None):
     """Move the user's live subscription to ``price``; return ``(Subscription, pending_update or None)``.
 
-    ``proration``: Stripe's ``proration_behavior`` (default ``PROVIDER_PRORATION``); ``proration_date``
-    (Unix seconds) makes the charge the one a preview showed. Raises ``UnknownPrice`` (422),
-    ``NotSubscribed`` / ``SubscriptionPastDue`` / ``Conflict`` (409), ``PaymentRequired`` (402),
-    ``ProviderRejected`` (502) and ``ProviderUnavailable`` (503).
+    A dearer price, or another interval, is invoiced and charged at once; a cheaper one follows
+    ``PROVIDER_PRORATION`` (``prices.proration_for``). ``proration_date`` (Unix seconds, at most 10
+    minutes old: a preview's) makes the charge the one the preview showed. Raises ``UnknownPrice``
+    and ``InvalidProrationDate`` (422), ``NotSubscribed`` / ``SubscriptionPastDue`` /
+    ``PaymentPending`` / ``Conflict`` (409), ``PaymentRequired`` (402), ``ProviderRejected`` (502)
+    and ``ProviderUnavailable`` (503).
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    return _change_item(user, "swap", {"price": price}, proration, proration_date)
+    return _change_item(user, "swap", {"price": price}, proration_date)
 
 
-def set_quantity(user, quantity, proration=None):
-    """Set the seats of the user's live subscription; return the ``Subscription``. Raises as ``swap``."""
-    return _change_item(user, "quantity", {"quantity": quantity}, proration, None)[0]
+def set_quantity(user, quantity):
+    """Set the seats of the user's live subscription; return the ``Subscription``.
+
+    More seats are invoiced and charged at once; fewer follow ``PROVIDER_PRORATION``. Raises as ``swap``.
+    """
+    return _change_item(user, "quantity", {"quantity": quantity}, None)[0]
 
 
-def preview_swap(user, price, proration=None):
+def preview_swap(user, price):
     """Return Stripe's invoice preview of swapping to ``price``: ``{"amount_due", "currency",
     "proration_date", "lines"}``, amounts in minor units, times in Unix seconds.
 
-    Pass ``proration_date`` to the swap so that it charges what was shown (cashier-stripe#576): it
-    is the date Stripe prorated from, read from the preview's proration lines (Stripe's clock, which
-    a test clock may have moved), else the preview's creation. Raises as ``swap``.
+    The preview asks Stripe for exactly what the swap will send: the same ``proration_behavior``
+    (a dearer price: the invoice charged at once; a cheaper one: the next renewal's invoice, which
+    carries the credit) and its own ``proration_date``, now, which it returns. A swap sent with it
+    within 10 minutes charges what was shown (cashier-stripe#576). Raises as ``swap``.
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
     subscription = _priced(user, lock=False)  # a read: nothing changes, nothing to serialise
-    details = {"items": [{"id": subscription.items[0].provider_id, "price": price}],
-               "proration_behavior": proration or current_app.config["PROVIDER_PRORATION"]}
-    invoice = get_provider().preview_invoice(subscription.provider_id, details)
+    item, provider = subscription.items[0], get_provider()
+    quantity = item.quantity or 1
+    now = int(time.time())
+    details = {"items": [{"id": item.provider_id, "price": price}], "proration_date": now,
+               "proration_behavior": prices.proration_for(provider, item.provider_price, quantity, price, quantity)}
+    invoice = provider.preview_invoice(subscription.provider_id, details)
     if invoice is None:
         raise NotSubscribed("The subscription will not renew, so a swap has nothing to preview.")
-    lines = objects.list_data(invoice.get("lines"))
-    prorated = [line for line in lines if _is_proration(line)]
     return {
         "amount_due": invoice.get("amount_due"),
         "currency": invoice.get("currency"),
-        "proration_date": (prorated[0].get("period") or {}).get("start") if prorated else invoice.get("created"),
-        "lines": [present_line(line) for line in lines],
+        "proration_date": now,
+        "lines": [present_line(line) for line in objects.list_data(invoice.get("lines"))],
     }
-
-
-def _is_proration(line):
-    details = (line.get("parent") or {}).get("subscription_item_details") or {}
-    return bool(details.get("proration") or line.get("proration"))
 
 
 def present_line(line):
@@ -163,13 +209,13 @@ def cancel(user, at_period_end=True):
 
     A ``paused`` subscription (a trial that ended without a card) is cancelled now.
 
-    Cancelling now prorates per ``PROVIDER_PRORATION`` (``none``: no credit; ``always_invoice``: the
-    final invoice at once). A cancellation already scheduled is answered without a provider call.
+    Cancelling now prorates per ``PROVIDER_PRORATION`` (``none``: no credit; ``create_prorations``:
+    the unused time is credited). A cancellation already scheduled is answered without a provider call.
     Raises ``NotSubscribed`` (409), ``ProviderRejected`` (502), ``ProviderUnavailable`` (503).
     """
     subscriptions = _locked_subscriptions(user)
     # A trial paused for want of a card has no period to run out: it can only end now.
-    paused = plans.newest([s for s in subscriptions if s.provider_status in PAUSED_STATUSES])
+    paused = _paused(subscriptions)
     subscription = live_subscription(subscriptions) or paused
     if subscription is None:
         raise NotSubscribed()
@@ -181,9 +227,8 @@ def cancel(user, at_period_end=True):
         live = provider.update_subscription(subscription.provider_id, {"cancel_at_period_end": True},
                                             provider_key(user, "cancel"))
     else:
-        behavior = current_app.config["PROVIDER_PRORATION"]
         live = provider.cancel_subscription(subscription.provider_id, provider_key(user, "cancel-now"),
-                                            prorate=behavior != "none", invoice_now=behavior == "always_invoice")
+                                            prorate=current_app.config["PROVIDER_PRORATION"] != "none")
     return _write(user, live)
 
 
@@ -193,7 +238,8 @@ def resume(user):
     Only during the grace period: once it ended (or the provider ended the subscription) this is
     ``SubscriptionEnded`` (409), and the client starts a new subscription with
     ``/subscription/intent`` (pay-rails/pay#221). Nothing scheduled: answered without a provider
-    call. Raises ``NotSubscribed`` (409) without a subscription.
+    call. Raises ``NotSubscribed`` (409) without a subscription, or when it is paused (a card
+    resumes it, not this).
     """
     subscriptions = [s for s in _locked_subscriptions(user) if s.provider_status != "incomplete"]
     subscription = plans.newest(subscriptions)
@@ -202,6 +248,8 @@ def resume(user):
     ended = subscription.ends_at is not None and subscription.ends_at <= utcnow()
     if subscription.provider_status in TERMINAL_STATUSES or ended:
         raise SubscriptionEnded()
+    if subscription.provider_status in PAUSED_STATUSES:
+        raise NotSubscribed.paused()
     if subscription.ends_at is None:
         return subscription
     # A cancellation scheduled with cancel_at (newer portals) is withdrawn by clearing cancel_at.

@@ -1,11 +1,10 @@
 """Bodies of the subscription and notification endpoints (CONTRACT "Resources as JSON")."""
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, ValidationError, fields, pre_load, validate
 
-from app.config import PRORATIONS
 from app.fields import STORABLE_DESCRIPTION, Boolean, Text, Url
 from app.notifications.schemas import NotificationSchema
 from app.pagination import PageQuerySchema
-from app.presentation import InvoiceSchema, SubscriptionSchema
+from app.presentation import InvoiceSchema, PendingUpdateSchema, SubscriptionSchema
 
 
 class SubscriptionStateSchema(Schema):
@@ -27,27 +26,26 @@ class IntentSchema(Schema):
 
 
 _PRICE = {"description": "Provider price id, one of PROVIDER_PLANS"}
-_PRORATION = {"description": "Stripe's proration_behavior; PROVIDER_PRORATION when absent. always_invoice "
-                             "charges the difference now and keeps the old price until it is paid."}
 
 
 class SwapRequestSchema(Schema):
     price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
-    proration = fields.String(validate=validate.OneOf(PRORATIONS), load_default=None, metadata=_PRORATION)
     proration_date = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1), load_default=None,
-                                    metadata={"description": "Unix seconds to prorate from: the preview's "
-                                                             "proration_date, so the charge is what it showed"})
+                                    metadata={"description": "Unix seconds: the preview's proration_date, so that the "
+                                                             "charge is what it showed; at most 10 minutes old"})
 
 
 class SwapPreviewQuerySchema(Schema):
     price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
-    proration = fields.String(validate=validate.OneOf(PRORATIONS), load_default=None, metadata=_PRORATION)
 
-
-class PendingUpdateSchema(Schema):
-    price = fields.String(allow_none=True, required=True, metadata={"description": "The price waiting for payment"})
-    expires_at = fields.Integer(allow_none=True, required=True,
-                                metadata={"description": "Unix seconds; unpaid by then, the change is dropped"})
+    @pre_load
+    def refuse_unknown(self, data, **kwargs):
+        # A query's unknown parameters are dropped by default (webargs); here one may be the old
+        # ``proration``, and a client that sends it must learn that it no longer chooses.
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise ValidationError({name: ["Unknown field."] for name in unknown})
+        return data
 
 
 class SwapSchema(Schema):
@@ -77,8 +75,7 @@ class CancelRequestSchema(Schema):
 
 class QuantityRequestSchema(Schema):
     quantity = fields.Integer(strict=True, required=True, validate=validate.Range(min=1, max=10_000),
-                              metadata={"description": "Seats"})
-    proration = fields.String(validate=validate.OneOf(PRORATIONS), load_default=None, metadata=_PRORATION)
+                              metadata={"description": "Seats, 1 to 10,000"})
 
 
 class SubscriptionBodySchema(Schema):

@@ -39,7 +39,8 @@ def create_intent(user, price):
     CONTRACT "/subscription/intent" and SPEC 4 rule 4: with a local incomplete subscription the
     user's state is synced from the provider first (a payment may have cleared since the last
     webhook). Then an active or trialing subscription raises ``AlreadySubscribed`` (409) and
-    nothing is torn down, as does one in dunning (``past_due``, ``unpaid``) or ``paused``; an
+    nothing is torn down, as does one in dunning (``past_due``, ``unpaid``), ``paused``, or a trial
+    whose card is not saved yet; an
     incomplete one for the same price is returned as it is (``created=False``); one for another
     price is cancelled and a new one is created, a free trial when it is the user's first
     (``_trial_days``), whose ``client_secret`` is then its pending SetupIntent's. A per-user
@@ -55,9 +56,10 @@ def create_intent(user, price):
         provider.sync(user)
     if plans.entitled_subscription(user) is not None:
         raise AlreadySubscribed()
-    # In dunning or paused, the subscription is still the user's: a card pays or resumes it, where
-    # a second subscription would bill them twice.
-    stuck = next((s for s in user.subscriptions if s.provider_status in DUNNING_STATUSES | PAUSED_STATUSES), None)
+    # In dunning, paused or a trial awaiting its card, the subscription is still the user's: a card
+    # pays, resumes or starts it, where a second subscription would bill them twice (or trial twice).
+    stuck = next((s for s in user.subscriptions
+                  if s.provider_status in DUNNING_STATUSES | PAUSED_STATUSES or s.awaits_card()), None)
     if stuck is not None:
         raise AlreadySubscribed.needs_card(stuck.provider_status)
     pending = _open_subscription(user)

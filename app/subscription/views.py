@@ -3,7 +3,7 @@ from flask import g
 
 from app import idempotency, presentation
 from app.api import Blueprint
-from app.auth.bearer import ability_required, auth_required, current_user_for_update
+from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.idempotency import idempotent
@@ -49,6 +49,7 @@ KEYED = {"parameters": [idempotency.PARAMETER]}
 @no_store
 @auth_required
 @ability_required("subscription:write")
+@provider_calls_limited
 @idempotent
 @blp.doc(**KEYED)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
@@ -81,6 +82,7 @@ def intent(body):
 @no_store
 @auth_required
 @ability_required("subscription:write")
+@provider_calls_limited
 @idempotent
 @blp.doc(**KEYED)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
@@ -100,7 +102,8 @@ def _changing(view):
     """The decorators every subscription change shares: bearer with ``subscription:write``, the
     Idempotency-Key, and the errors a change answers (documented in the OpenAPI operation)."""
     for decorate in reversed((
-        no_store, auth_required, ability_required("subscription:write"), idempotent, blp.doc(**KEYED),
+        no_store, auth_required, ability_required("subscription:write"), provider_calls_limited, idempotent,
+        blp.doc(**KEYED),
         blp.alt_response(402, response="PAYMENT_REQUIRED"), blp.alt_response(409, response="CONFLICT"),
         blp.alt_response(422, response="UNPROCESSABLE_ENTITY"), blp.alt_response(502, response="BAD_GATEWAY"),
         blp.alt_response(503, response="SERVICE_UNAVAILABLE"),
@@ -116,13 +119,15 @@ def _changing(view):
 def swap(body):
     """Move the live subscription to another price at Stripe; the row shows Stripe's answer.
 
-    402 ``payment_required`` (``details``: ``client_secret``, ``hosted_invoice_url``, ``invoice``)
-    when an ``always_invoice`` charge is declined or needs authentication: the old price stays until
-    it is paid. The current price: 200, nothing changed. 409 ``not_subscribed`` /
-    ``subscription_past_due``; 422 ``unknown_price``. See ``management.swap``.
+    A dearer price (or another interval) is charged at once; a cheaper one follows ``PROVIDER_PRORATION``.
+    402 ``payment_required`` (``details``: ``client_secret``, ``hosted_invoice_url``, ``invoice``,
+    ``amount_due``, ``currency``) when that charge is declined or needs authentication: the old
+    price stays until it is paid. The current price: 200, nothing changed. 409 ``not_subscribed`` /
+    ``subscription_past_due`` / ``payment_pending`` (an earlier change awaits payment); 422
+    ``unknown_price``, or ``validation_error`` for a ``proration_date`` that is not a preview's of the
+    last 10 minutes. See ``management.swap``.
     """
-    subscription, pending = management.swap(current_user_for_update(), body["price"], body["proration"],
-                                             body["proration_date"])
+    subscription, pending = management.swap(current_user_for_update(), body["price"], body["proration_date"])
     return {"subscription": presentation.present_subscription(subscription), "pending_update": pending}
 
 
@@ -130,14 +135,16 @@ def swap(body):
 @no_store
 @auth_required
 @ability_required("subscription:read")
+@provider_calls_limited
 @blp.arguments(SwapPreviewQuerySchema, location="query")
 @blp.response(200, SwapPreviewSchema, headers=NO_STORE)
 @blp.alt_response(409, response="CONFLICT")
 @blp.alt_response(502, response="BAD_GATEWAY")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def swap_preview(query):
-    """Return Stripe's preview of a swap: what is due (minor units) and the ``proration_date`` to swap with."""
-    return management.preview_swap(current_user_for_update(), query["price"], query["proration"])
+    """Return Stripe's preview of a swap: what it charges now (a dearer price) or the next invoice with its
+    credit (a cheaper one), in minor units, and the ``proration_date`` (now) to swap with within 10 minutes."""
+    return management.preview_swap(current_user_for_update(), query["price"])
 
 
 @blp.route("/subscription/cancel", methods=["POST"])
@@ -166,8 +173,9 @@ def resume():
 @blp.arguments(QuantityRequestSchema)
 @blp.response(200, SubscriptionBodySchema, headers=NO_STORE)
 def quantity(body):
-    """Set the seats (``quantity`` >= 1) of the live subscription; errors as ``/subscription/swap``."""
-    subscription = management.set_quantity(current_user_for_update(), body["quantity"], body["proration"])
+    """Set the seats (``quantity`` 1-10,000) of the live subscription; more seats are charged at once, fewer
+    follow ``PROVIDER_PRORATION``; errors as ``/subscription/swap``."""
+    subscription = management.set_quantity(current_user_for_update(), body["quantity"])
     return {"subscription": presentation.present_subscription(subscription)}
 
 
@@ -175,6 +183,7 @@ def quantity(body):
 @no_store
 @auth_required
 @ability_required("subscription:read")
+@provider_calls_limited
 @blp.arguments(InvoicePageQuerySchema, location="query")
 @blp.response(200, InvoicePageSchema, headers=NO_STORE)
 @blp.alt_response(502, response="BAD_GATEWAY")
@@ -193,6 +202,7 @@ def invoices(query):
 @no_store
 @auth_required
 @ability_required("subscription:read")
+@provider_calls_limited
 @blp.response(200, InvoiceSchema, headers=NO_STORE)
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(502, response="BAD_GATEWAY")
@@ -206,6 +216,7 @@ def upcoming_invoice():
 @no_store
 @auth_required
 @ability_required("subscription:write")
+@provider_calls_limited
 @idempotent
 @blp.doc(**KEYED)
 @blp.response(201, SetupIntentSchema, headers=NO_STORE)

@@ -34,7 +34,8 @@ _LIVEMODE = {"live": True, "test": False}
 def write_subscription(provider, user, event):
     """Write the subscription row from an event carrying a subscription, never rolling it back.
 
-    An event older than the newest applied is skipped, and the answer is ``"stale"`` (else ``None``).
+    An event older than the newest applied is skipped, and the answer is ``"stale"``; one whose
+    subscription is another user's is ``"ignored"`` with a warning (else ``None``).
     Two events of the same second cannot be ordered by ``created``, so on a tie the live subscription
     is read and written instead; when the provider refuses that read (it knows no such subscription),
     the row is left as it is.
@@ -42,6 +43,13 @@ def write_subscription(provider, user, event):
     obj = event["data"]["object"]
     as_of = from_timestamp(event["created"])
     existing = state.subscription_of(user, obj["id"])
+    if existing is None and state.owner_of_subscription(obj["id"]) not in (None, user.id):
+        # Signed, yet it names another user's subscription under this customer (Stripe never moves a
+        # subscription between customers): nothing here can be right to write, and a 5xx would only
+        # bring the same body back for three days.
+        log.warning("event %s: subscription %s belongs to another user than customer %s; ignored",
+                    event["id"], obj["id"], obj.get("customer"))
+        return "ignored"
     if state.is_stale(existing, as_of):
         return "stale"
     if existing is not None and as_of == existing.provider_updated_at:
@@ -117,7 +125,8 @@ def read_delivery(payload, signature_header):
 
 
 def mode_accepted(event):
-    """Whether the event's ``livemode`` matches ``PROVIDER_LIVEMODE`` (``any`` accepts every event)."""
+    """Whether the event's ``livemode`` matches ``PROVIDER_LIVEMODE`` (``any`` accepts every event; the
+    default follows the API key's mode)."""
     wanted = current_app.config["PROVIDER_LIVEMODE"]
     return wanted == "any" or event.get("livemode") is _LIVEMODE[wanted]
 
@@ -127,10 +136,10 @@ def process_event(event):
     was applied first), ``"duplicate"`` or ``"ignored"``.
 
     The one path of deliveries and replays: the ledger, the ordering guard, ``webhook_handled``.
-    Ignored: an event of the other mode (``PROVIDER_LIVEMODE``, not even recorded, as Pay does) or
-    of an unknown customer. Processing it, or finding it processed already, resolves its failure
-    record. Raises ``ProviderUnavailable`` or any other error (5xx) when processing fails; the
-    caller commits, or rolls back.
+    Ignored: an event of the other mode (``PROVIDER_LIVEMODE``, not even recorded, as Pay does), of
+    an unknown customer, or naming another user's subscription. Processing it, or finding it
+    processed already, resolves its failure record. Raises ``ProviderUnavailable`` or any other
+    error (5xx) when processing fails; the caller commits, or rolls back.
     """
     annotate(event_id=event["id"], event_type=event["type"])
     if not mode_accepted(event):
@@ -144,6 +153,8 @@ def process_event(event):
         return "ignored"
     writer = WRITERS.get(event["type"])
     outcome = writer(get_provider(), user, event) if writer is not None else None
+    if outcome == "ignored":
+        return outcome
     # A stale event still reaches the listeners: its notification is news even when its row is old.
     webhook_handled.send(current_app._get_current_object(), event=event, user=user)
     return outcome or "processed"

@@ -132,6 +132,11 @@ def after_invoice_paid(store: Store, inv: dict) -> bool:
                for pending in sub["pending_update"]["subscription_items"]]
     apply_items(sub, planned)
     sub["pending_update"], sub["_pending_invoice"] = None, None
+    # save_default_payment_method=on_subscription: every successful payment of the subscription
+    # saves its method, this one too (https://docs.stripe.com/api/subscriptions/object#subscription_object-payment_settings-save_default_payment_method).
+    paid_with = store.payment_intents.get(inv.get("_payment_intent") or "", {}).get("payment_method")
+    if paid_with and sub["payment_settings"]["save_default_payment_method"] == "on_subscription":
+        sub["default_payment_method"] = paid_with
     store.emit("customer.subscription.updated", sub, before)
     store.emit("customer.subscription.pending_update_applied", sub)
     return True

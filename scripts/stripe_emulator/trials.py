@@ -56,7 +56,7 @@ def resume(store: Store, sub: dict, params: dict) -> dict:
     """``POST /v1/subscriptions/{id}/resume``: a new period from now, invoiced and charged at once."""
     if sub["status"] != "paused":
         raise StripeError(400, f"Only a paused subscription can be resumed; this one is {sub['status']}.")
-    if params.get("billing_cycle_anchor") not in (None, "now"):
+    if (params.get("billing_cycle_anchor") or {}).get("type", "now") != "now":
         raise StripeError(400, "The emulator resumes with billing_cycle_anchor=now only.",
                           param="billing_cycle_anchor")
     before = public(sub)

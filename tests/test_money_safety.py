@@ -1,0 +1,169 @@
+"""Money safety of the billing endpoints (issue 25): the client never decides what it pays.
+
+Through the real stripe SDK to the emulator, as tests/test_subscription_management.py. The
+invariants a hostile client with a valid token must not break: after any sequence of swaps and
+seat changes up and down, with any ``proration_date`` it may send, the customer's credit at Stripe
+never exceeds what it paid; an upgrade is charged at least its preview; a declined upgrade stays
+declined through any retry (tests/test_subscription_management.py).
+"""
+import time
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import IdempotencyKey
+from tests import test_subscription_management
+from tests.conftest import PASSWORD, bearer, login, register
+from tests.depth import budget
+from tests.test_billing_flow import Flow, start_flow
+from tests.test_subscription_management import post, subscribe, updates
+
+prices = test_subscription_management.prices  # the five monthly prices, basic 9.00 to max 99.00 USD
+
+
+@pytest.fixture
+def flow(live, emulator, stripe_client, prices):
+    return start_flow(live, emulator, stripe_client, prices)
+
+
+def paid_and_credit(flow, customer):
+    """``(what the customer paid, the credit waiting for them)`` at Stripe, in minor units.
+
+    The credit is the customer's balance (negative: owed to them) plus the prorations waiting for the
+    next invoice, when they add up below zero: what the renewal would subtract from its price.
+    """
+    invoices = flow.stripe.v1.invoices.list(params={"customer": customer, "limit": 100}).data
+    paid = sum(invoice.amount_paid for invoice in invoices)
+    balance = flow.stripe.v1.customers.retrieve(customer).balance
+    subscription = flow.stripe.v1.subscriptions.list(params={"customer": customer}).data[0]
+    upcoming = flow.stripe.v1.invoices.create_preview(params={"subscription": subscription.id})
+    waiting = sum(line.amount for line in upcoming.lines.data if line.parent.subscription_item_details.proration)
+    return paid, -min(balance, 0) - min(waiting, 0)
+
+
+def test_a_proration_date_is_a_recent_previews_only(flow):
+    subscribe(flow)
+    now = int(time.time())
+    before = updates(flow)
+    for sent in (now - 601, now + 60, now + 40 * 86400, 1, 0):
+        refused = post(flow, "/subscription/swap", {"price": flow.prices["pro"], "proration_date": sent},
+                       expect=422).json["error"]
+        assert refused["code"] == "validation_error" and list(refused["details"]) == ["proration_date"], sent
+    assert updates(flow) == before, "refused before Stripe is asked"
+    shown = flow.client.get(f"/subscription/swap/preview?price={flow.prices['pro']}", headers=flow.headers).json
+    assert abs(shown["proration_date"] - now) <= 5, "the preview's own date: now"
+    post(flow, "/subscription/swap", {"price": flow.prices["pro"], "proration_date": shown["proration_date"]})
+
+
+def test_the_exploit_of_the_review_pays_in_full(flow):
+    """$9 -> $49 dated at the period's end (charged 0), back dated at its start; 10,000 seats with no
+    proration, then 1: the next invoice stood at -$90,021.93. Now each upgrade is charged at once."""
+    subscription_id = subscribe(flow)
+    customer = flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
+    up = post(flow, "/subscription/swap", {"price": flow.prices["team"]}).json["subscription"]
+    assert up["plan"] == "team"
+    post(flow, "/subscription/swap", {"price": flow.prices["basic"]})
+    post(flow, "/subscription/quantity", {"quantity": 10_000})
+    post(flow, "/subscription/quantity", {"quantity": 1})
+    paid, credit = paid_and_credit(flow, customer)
+    assert credit <= paid, (paid, credit)
+    assert paid > 900 + 10_000 * 900 // 2, "the seats were charged for the time they were held"
+
+
+def test_an_upgrade_is_charged_at_least_its_preview(flow):
+    subscription_id = subscribe(flow)
+    post(flow, "/subscription/quantity", {"quantity": 3})  # an earlier seat change: the stale-date trap
+    shown = flow.client.get(f"/subscription/swap/preview?price={flow.prices['team']}", headers=flow.headers).json
+    assert all(line["period_start"] == shown["proration_date"] for line in shown["lines"]), \
+        "the preview is dated now, not at the seat change"
+    post(flow, "/subscription/swap", {"price": flow.prices["team"], "proration_date": shown["proration_date"]})
+    invoice = flow.stripe.v1.invoices.retrieve(flow.stripe.v1.subscriptions.retrieve(subscription_id).latest_invoice)
+    assert invoice.amount_paid == shown["amount_due"] > 0
+
+
+def test_a_cheaper_price_is_previewed_as_the_next_invoice_with_its_credit(flow):
+    subscribe(flow, plan="team")
+    shown = flow.client.get(f"/subscription/swap/preview?price={flow.prices['basic']}", headers=flow.headers).json
+    amounts = [line["amount"] for line in shown["lines"]]
+    assert amounts[0] < 0 and amounts[-1] == 900 and shown["amount_due"] == max(0, sum(amounts))
+
+
+def test_a_price_in_another_currency_or_unknown_to_stripe_is_refused_before_any_change(flow, stripe_client):
+    product = stripe_client.v1.products.create(params={"name": "Euro"})
+    euro = stripe_client.v1.prices.create(params={"product": product.id, "unit_amount": 900, "currency": "eur",
+                                                  "recurring": {"interval": "month"}}).id
+    with flow.app.app_context():
+        flow.app.config["PROVIDER_PLANS"] = {**flow.app.config["PROVIDER_PLANS"], euro: "euro", "price_gone": "gone"}
+    subscribe(flow)
+    before = updates(flow)
+    for price in (euro, "price_gone"):
+        refused = post(flow, "/subscription/swap", {"price": price}, expect=422).json["error"]
+        assert refused["code"] == "unknown_price" and refused["details"] == {"price": price}
+        preview = flow.client.get(f"/subscription/swap/preview?price={price}", headers=flow.headers)
+        assert preview.status_code == 422 and preview.json["error"]["code"] == "unknown_price"
+    assert updates(flow) == before
+
+
+CHANGES = st.lists(st.tuples(st.sampled_from(["basic", "pro", "team", "max", 1, 2, 5, 40]),
+                             st.sampled_from([None, -599, -1, 0, 1, 3600, -30 * 86400])), min_size=1, max_size=6)
+
+
+@settings(max_examples=budget(4, 25), deadline=None, suppress_health_check=list(HealthCheck))
+@given(changes=CHANGES)
+def test_no_sequence_of_changes_earns_more_credit_than_was_paid(live, emulator, stripe_client, prices, changes):
+    app, base_url = live
+    email = f"{uuid.uuid4().hex}@example.com"  # one user per example, on the same service
+    client = app.test_client()
+    register(client, email=email)
+    emulator.pause_delivery()
+    flow = Flow(app, base_url, client, bearer(login(client, email=email)), emulator, stripe_client, prices)
+    subscription_id = subscribe(flow)
+    customer = flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
+    for target, offset in changes:
+        body = {"price": flow.prices[target]} if isinstance(target, str) else {"quantity": target}
+        if offset is not None:
+            body["proration_date"] = int(time.time()) + offset
+        path = "/subscription/swap" if "price" in body else "/subscription/quantity"
+        answer = flow.client.post(path, json=body, headers=flow.headers)
+        assert answer.status_code in (200, 422), answer.json
+    paid, credit = paid_and_credit(flow, customer)
+    assert credit <= paid, (changes, paid, credit)
+
+
+def test_a_stored_answer_holds_no_client_secret_and_replays_it(flow):
+    """Issue 25 item 7: a client secret or portal URL kept 24 hours in plain text."""
+    first = post(flow, "/subscription/intent", {"price": flow.prices["basic"]}, key="intent-1", expect=201).json
+    portal = post(flow, "/subscription/portal", key="portal-1").json
+    again = post(flow, "/subscription/intent", {"price": flow.prices["basic"]}, key="intent-1", expect=201)
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json == first
+    assert post(flow, "/subscription/portal", key="portal-1").json == portal
+    with flow.app.app_context():
+        bodies = db.session.scalars(select(IdempotencyKey.body)).all()
+    assert len(bodies) == 2
+    for body in bodies:
+        assert "_secret_" not in body and "http" not in body and first["client_secret"] not in body
+
+
+@pytest.mark.parametrize("key, status", [("é-key", 400), ("ключ", 400), ("key\u00a0x", 400), ("ok-key_1", 201)])
+def test_an_idempotency_key_is_printable_ascii(flow, key, status):
+    headers = {**flow.headers, "Idempotency-Key": key.encode().decode("latin-1")}
+    answer = flow.client.post("/subscription/intent", json={"price": flow.prices["basic"]}, headers=headers)
+    assert answer.status_code == status, answer.json
+    if status == 400:
+        assert answer.json["error"]["code"] == "invalid_idempotency_key" and "ASCII" in answer.json["error"]["message"]
+
+
+def test_accounts_are_limited_per_client(make_app):
+    client = make_app(AUTH_REGISTER_RATE_LIMIT="3 per hour").test_client()
+    for n in range(3):
+        register(client, email=f"user{n}@example.com")
+    refused = client.post("/auth/register", json={"email": "user9@example.com", "password": "x" * 12, "name": "X"})
+    assert refused.status_code == 429 and refused.json["error"]["code"] == "rate_limited"
+    assert int(refused.headers["Retry-After"]) >= 1
+    other = client.post("/auth/register", json={"email": "user9@example.com", "password": PASSWORD,
+                                                "name": "X"}, environ_base={"REMOTE_ADDR": "10.0.0.2"})
+    assert other.status_code == 201, "another client has its own limit"
