@@ -42,6 +42,8 @@ BASE_CONFIG = {
     "PROVIDER_PLANS": {"price_000000000000000000000000": "pro", "gold21323": "gold"},
     "PROVIDER_API_KEY": "sk_test_emulator",
     "PROVIDER_MAX_NETWORK_RETRIES": 0,
+    # Signs the tokens of the account emails (required under gunicorn, see app.config.require_serving).
+    "SECRET_KEY": "test secret key of the account email tokens",
 }
 FIXTURES = Path(__file__).parent / "fixtures" / "stripe_events"
 

@@ -26,7 +26,7 @@ def stored_tokens(app):
 
 def test_register_returns_the_user_without_a_token_or_password(client):
     body = register(client, email=" Ada@Example.COM\t")
-    assert body == {"id": body["id"], "email": "ada@example.com", "name": "Ada", "plan": "free",
+    assert body == {"id": body["id"], "email": "ada@example.com", "email_verified_at": None, "name": "Ada", "plan": "free",
                     "card": None, "subscription": None}
 
 

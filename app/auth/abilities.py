@@ -15,6 +15,8 @@ ABILITIES = {
                           "POST /subscription/payment-method",
     "notifications:read": "GET /notifications",
     "tokens:manage": "POST /auth/tokens, DELETE /auth/tokens/{id}",
+    "profile:write": "POST /auth/email/verification, POST /auth/password, PATCH /auth/me, POST /auth/email/change",
+    "account:delete": "DELETE /auth/me",
 }
 
 
