@@ -230,7 +230,8 @@ def test_one_client_asking_for_many_addresses_is_limited_too(mail_client):
 
 
 def test_forgot_limits_count_in_redis_when_configured(make_app, smtp_server, redis_url):
-    app = make_app(**mail_config(smtp_server), RATELIMIT_STORAGE_URI=redis_url, AUTH_PASSWORD_RESET_RATE_LIMIT="2 per hour")
+    app = make_app(**mail_config(smtp_server), RATELIMIT_STORAGE_URI=redis_url,
+                   AUTH_PASSWORD_RESET_RATE_LIMIT="2 per hour")
     client = app.test_client()
     assert [post(client, "/auth/password/forgot", {"email": "ada@example.com"}).status_code
             for _ in range(3)] == [202, 202, 429]

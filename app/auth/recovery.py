@@ -27,7 +27,7 @@ def check_password(user, password):
 
 
 def require_verified_email(user):
-    """Raise ``EmailUnverified`` (403) when ``AUTH_REQUIRE_VERIFIED_EMAIL`` is on and ``user``'s address is not verified.
+    """Raise ``EmailUnverified`` (403) if ``AUTH_REQUIRE_VERIFIED_EMAIL`` is on and ``user``'s address is unverified.
 
     ``user`` may be a snapshot: only ``email_verified_at`` is read. For every endpoint that starts
     paying (``/subscription/intent``, and Checkout).

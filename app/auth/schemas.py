@@ -9,7 +9,6 @@ from app.auth.abilities import ABILITIES
 from app.fields import Boolean, Email, Text, Timestamp
 from app.pagination import MAX_ID
 
-
 # Register's rules, for every password a user sets (register, reset, change).
 NEW_PASSWORD = validate.Length(min=8, max=1024)
 NAME = validate.Length(max=255)

@@ -16,8 +16,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.extensions import db
 from app.models import Notification, NotificationDelivery, PasswordResetRequest, User
-from app.notifications import notify_account
 from app.models.delivery import DEAD, DELIVERED, PENDING
+from app.notifications import notify_account
 from app.observability import metrics
 from app.timeutil import utcnow
 
