@@ -57,8 +57,9 @@ def delete_account(user, password):
     customer deleted; ``ProviderUnavailable`` (503) there deletes nothing here (a retry finds what
     was done: a cancelled subscription is skipped, a deleted customer counts as deleted). Then one
     DELETE of the user: the foreign keys cascade to tokens, rotated tokens, notifications and
-    their deliveries, idempotency keys, subscriptions and their items. If the account ever subscribed (a subscription here or at Stripe), the SHA-256 of its address is
-    kept so that the address registered again gets no free trial.
+    their deliveries, idempotency keys, subscriptions and their items. If the account ever
+    subscribed (a subscription here or at Stripe), the SHA-256 of its address is kept so that the
+    address registered again gets no free trial.
     """
     check_password(user, password)
     lock_user(user)
