@@ -212,6 +212,7 @@ def service_env(db, emulator_url, plans):
     env.update(
         DATABASE_URL=db.url,
         PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET,
+        SECRET_KEY="bench secret key",
         PROVIDER_API_KEY="sk_test_bench",
         PROVIDER_API_BASE=emulator_url,
         PROVIDER_PLANS=json.dumps(plans),
@@ -842,9 +843,10 @@ def main(argv=None):
         emulator_port, minimal_port = free_port(), free_port()
         emulator = Service("emulator", [sys.executable, "-m", "scripts.stripe_emulator", "--port",
                                         str(emulator_port)], quiet, workdir)
-        # The settings file's start-up check asks the minimal app for the webhook secret too.
+        # The settings file's start-up check asks the minimal app for the webhook secret and key too.
         minimal = Service("gunicorn-minimal", gunicorn_argv(minimal_port, "scripts.bench_minimal:app"),
-                          {**quiet, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET}, workdir)
+                          {**quiet, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET, "SECRET_KEY": "bench secret key"},
+                          workdir)
         try:
             emulator.wait_http(emulator_port, "/_emulator/clock")
             minimal.wait_http(minimal_port, "/")

@@ -197,7 +197,7 @@ def bearer(token_body):
 def fuzzed_app(make_app, prices):
     """An app for schemathesis to call: prices mapped, and a user ``fuzz@example.com`` (see ``fresh_token``)."""
     # The limiter would answer 429 to most generated logins; 429 is covered in test_security.
-    app = make_app(AUTH_LOGIN_RATE_LIMIT="100000 per minute")
+    app = make_app(AUTH_LOGIN_RATE_LIMIT="100000 per minute", AUTH_PASSWORD_RESET_RATE_LIMIT="100000 per minute")
     register(app.test_client(), email="fuzz@example.com")
     return app
 

@@ -27,7 +27,7 @@ def production(make_app, database_url, emulator, tmp_path):
     make_app()
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET,
-           "PROVIDER_API_BASE": emulator.url, "PROVIDER_API_KEY": "sk_test_x",
+           "SECRET_KEY": BASE_CONFIG["SECRET_KEY"], "PROVIDER_API_BASE": emulator.url, "PROVIDER_API_KEY": "sk_test_x",
            "PASSWORD_HASH_TIME_COST": str(BASE_CONFIG["PASSWORD_HASH_TIME_COST"]),
            "PASSWORD_HASH_MEMORY_COST": str(BASE_CONFIG["PASSWORD_HASH_MEMORY_COST"]),
            "METRICS_ENABLED": "true", "METRICS_TOKEN": TOKEN, "LOG_FORMAT": "json",
