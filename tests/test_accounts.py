@@ -12,12 +12,15 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select, text
 
 from app.extensions import db
 from app.models import User
 from app.timeutil import utcnow
 from tests.conftest import PASSWORD, bearer, login, register
+from tests.depth import budget
 from tests.test_billing_flow import start_flow
 from tests.test_billing_pages import settle
 from tests.test_notification_delivery import hook_config, mail_config
@@ -521,3 +524,22 @@ def test_no_token_is_stored_logged_listed_or_posted(make_app, smtp_server, http_
                                ("app webhook", posted)):
             assert token not in haystack, name
             assert token.rsplit(".", 1)[1] not in haystack, f"the signature, in the {name}"
+
+
+def test_without_a_secret_key_tokens_are_503_naming_it_and_the_mail_worker_refuses_to_start(make_app, smtp_server):
+    app = make_app(**mail_config(smtp_server), SECRET_KEY="")
+    response = post(app.test_client(), "/auth/email/verify", {"token": "abc.def.ghi"})
+    assert response.status_code == 503 and "SECRET_KEY" in response.json["error"]["message"]
+    result = app.test_cli_runner().invoke(args=["deliver-notifications", "--once"])
+    assert result.exit_code == 1 and result.output.startswith("Error: SECRET_KEY is not set")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@settings(max_examples=budget(quick=40, deep=300), deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(token=st.one_of(st.text(max_size=200),
+                       st.from_regex(r"\A[A-Za-z0-9_\-]{0,40}\.[A-Za-z0-9_\-]{0,10}\.[A-Za-z0-9_\-]{0,40}\Z")))
+def test_generated_tokens_are_400_or_422_never_5xx(client, token):
+    for path, body in (("/auth/email/verify", {"token": token}),
+                       ("/auth/password/reset", {"token": token, "password": NEW_PASSWORD})):
+        assert post(client, path, body).status_code in (400, 422)
