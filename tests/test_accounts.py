@@ -543,3 +543,10 @@ def test_generated_tokens_are_400_or_422_never_5xx(client, token):
     for path, body in (("/auth/email/verify", {"token": token}),
                        ("/auth/password/reset", {"token": token, "password": NEW_PASSWORD})):
         assert post(client, path, body).status_code in (400, 422)
+
+
+def test_the_link_is_one_unbroken_line_in_the_raw_message(mail_app, mail_client, smtp_server):
+    register(mail_client)
+    work(mail_app)
+    (message,) = mails(smtp_server)
+    assert f"?token={token_in(message)}\n" in message.as_string()

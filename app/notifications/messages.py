@@ -47,8 +47,11 @@ def email(notification, user, sender, plans, now):
     message["To"] = context.get("to") or user.email
     message["Date"] = format_datetime(now)
     message["Message-ID"] = message_id(notification, sender)
-    message.set_content(text)
-    message.add_alternative(html, subtype="html")
+    # An account email's link is one unbroken line in the raw message (quoted-printable would fold
+    # it, and a token copied out of a mail file would be cut), wherever the text allows 7bit.
+    cte = "7bit" if "link" in context and (text + html).isascii() else None
+    message.set_content(text, cte=cte)
+    message.add_alternative(html, subtype="html", cte=cte)
     return message
 
 
