@@ -54,7 +54,7 @@ from sqlalchemy import create_engine, func, insert, select, text  # noqa: E402
 
 from app import config as app_config  # noqa: E402
 from app.models import AccessToken, Notification, Subscription, WebhookEvent  # noqa: E402
-from scripts import apt  # noqa: E402
+from scripts import apt, bench_accounts  # noqa: E402
 from scripts.bench_webhooks import (  # noqa: E402
     RemoteEmulator,
     converged,
@@ -680,6 +680,7 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
 
         out["intent"] = measure_intents(port, prices["pro"], args.intents)
         out["swap"] = measure_swaps(port, emulator, db, prices, args.swaps)
+        out["forgot"] = bench_accounts.measure_forgot(env, workdir, 50 if args.quick else bench_accounts.REQUESTS)
 
         out.update(measure_webhooks(port, emulator, db, prices, args,
                                     {"gunicorn": gunicorn.process.pid, "emulator": emulator_pid}))
@@ -788,6 +789,8 @@ def table_rows(kind, r, args):
     rows.append([kind, f"`POST /subscription/swap` round trip (request to row written), sequential, "
                        f"{swap['requests']} swaps", "", _f(swap["p50_ms"]), _f(swap["p99_ms"]), str(swap["errors"]),
                  "one update at the local emulator, Stripe's answer written", "(no target)", "info"])
+    if "forgot" in r:
+        rows.append(bench_accounts.table_row(kind, r["forgot"]))
     login = r["login"]
     rows.append([kind, f"`POST /auth/login`, sequential, {login['requests']} logins", "", _f(login["p50_ms"]),
                  _f(login["p99_ms"]), str(login["errors"]), args.hash_params, "(no target)", "info"])
