@@ -550,3 +550,21 @@ def test_the_link_is_one_unbroken_line_in_the_raw_message(mail_app, mail_client,
     work(mail_app)
     (message,) = mails(smtp_server)
     assert f"?token={token_in(message)}\n" in message.as_string()
+
+
+@pytest.mark.parametrize("method, path, ability, statuses", [
+    ("post", "/auth/email/verification", "profile:write", {"202", "401", "403", "409"}),
+    ("post", "/auth/email/verify", None, {"200", "400", "409", "422", "503"}),
+    ("post", "/auth/password/forgot", None, {"202", "422", "429"}),
+    ("post", "/auth/password/reset", None, {"200", "400", "422"}),
+    ("post", "/auth/password", "profile:write", {"200", "401", "403", "422"}),
+    ("patch", "/auth/me", "profile:write", {"200", "401", "403", "422"}),
+    ("post", "/auth/email/change", "profile:write", {"202", "401", "403", "409", "422"}),
+    ("delete", "/auth/me", "account:delete", {"204", "401", "403", "422", "502", "503"}),
+])
+def test_the_openapi_document_gives_each_account_endpoint_its_ability_and_answers(client, method, path, ability,
+                                                                                 statuses):
+    operation = client.get("/openapi.json").json["paths"][path][method]
+    assert operation.get("x-abilities") == ([ability] if ability else None)
+    assert statuses <= set(operation["responses"]), sorted(operation["responses"])
+    assert ("security" in operation) == (ability is not None)
