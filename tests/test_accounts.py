@@ -322,6 +322,22 @@ def test_changing_the_password_keeps_this_token_and_revokes_the_others(mail_app,
     assert len(mails(smtp_server, "ada@example.com", "Your password was changed")) == 1
 
 
+def test_password_confirmations_are_limited_per_user_as_logins_are(make_app):
+    client = make_app(AUTH_LOGIN_RATE_LIMIT="3 per minute").test_client()
+    register(client)
+    register(client, email="bob@example.com")
+    headers = bearer(login(client))
+    wrong = {"password": "not it at all"}
+    attempts = [post(client, "/auth/email/change", {"email": "x@example.com", **wrong}, headers),
+                post(client, "/auth/password", {"current_password": wrong["password"], "password": NEW_PASSWORD},
+                     headers),
+                client.delete("/auth/me", json=wrong, headers=headers)]
+    assert [a.status_code for a in attempts] == [403, 403, 403], "each endpoint counts on its own"
+    assert [client.delete("/auth/me", json=wrong, headers=headers).status_code for _ in range(3)] == [403, 403, 429]
+    bob = bearer(login(client, email="bob@example.com"))
+    assert client.delete("/auth/me", json=wrong, headers=bob).status_code == 403, "another user is their own count"
+
+
 def test_patch_me_changes_the_name_with_profile_write(client):
     register(client)
     headers = bearer(login(client))
@@ -557,10 +573,10 @@ def test_the_link_is_one_unbroken_line_in_the_raw_message(mail_app, mail_client,
     ("post", "/auth/email/verify", None, {"200", "400", "409", "422", "503"}),
     ("post", "/auth/password/forgot", None, {"202", "422", "429"}),
     ("post", "/auth/password/reset", None, {"200", "400", "422"}),
-    ("post", "/auth/password", "profile:write", {"200", "401", "403", "422"}),
+    ("post", "/auth/password", "profile:write", {"200", "401", "403", "422", "429"}),
     ("patch", "/auth/me", "profile:write", {"200", "401", "403", "422"}),
-    ("post", "/auth/email/change", "profile:write", {"202", "401", "403", "409", "422"}),
-    ("delete", "/auth/me", "account:delete", {"204", "401", "403", "422", "502", "503"}),
+    ("post", "/auth/email/change", "profile:write", {"202", "401", "403", "409", "422", "429"}),
+    ("delete", "/auth/me", "account:delete", {"204", "401", "403", "422", "429", "502", "503"}),
 ])
 def test_the_openapi_document_gives_each_account_endpoint_its_ability_and_answers(client, method, path, ability,
                                                                                  statuses):

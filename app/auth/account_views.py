@@ -25,6 +25,15 @@ from app.presentation import UserSchema
 SENT = {"sent": True}
 
 
+def _password_guess_limit():
+    return current_app.config["AUTH_LOGIN_RATE_LIMIT"]
+
+
+def _user_key():
+    # Per user: a stolen token must not become an unlimited oracle for the account's password.
+    return f"user|{g.current_user.id}"
+
+
 def _forgot_limit():
     return current_app.config["AUTH_PASSWORD_RESET_RATE_LIMIT"]
 
@@ -106,12 +115,15 @@ def reset_password(body):
 @blp.route("/password", methods=["POST"])
 @auth_required
 @ability_required("profile:write")
+@limiter.limit(_password_guess_limit, key_func=_user_key)
+@blp.alt_response(429, response="TOO_MANY_REQUESTS")
 @blp.arguments(PasswordChangeSchema)
 @blp.response(200, UserSchema)
 def change_password(body):
     """Change the password; every other token of the caller is revoked, the one of this request stays.
 
-    403 ``invalid_credentials`` for a wrong ``current_password``.
+    403 ``invalid_credentials`` for a wrong ``current_password``; 429 ``rate_limited`` past
+    ``AUTH_LOGIN_RATE_LIMIT`` per user (this and the other endpoints that confirm a password).
     """
     user = recovery.change_password(current_user_for_update(), g.current_token, **body)
     db.session.commit()
@@ -133,6 +145,8 @@ def update_profile(body):
 @blp.route("/email/change", methods=["POST"])
 @auth_required
 @ability_required("profile:write")
+@limiter.limit(_password_guess_limit, key_func=_user_key)
+@blp.alt_response(429, response="TOO_MANY_REQUESTS")
 @blp.arguments(EmailChangeSchema)
 @blp.response(202, SentSchema)
 @blp.alt_response(409, response="CONFLICT")
@@ -151,6 +165,8 @@ def change_email(body):
 @blp.route("/me", methods=["DELETE"])
 @auth_required
 @ability_required("account:delete")
+@limiter.limit(_password_guess_limit, key_func=_user_key)
+@blp.alt_response(429, response="TOO_MANY_REQUESTS")
 @blp.arguments(PasswordConfirmSchema)
 @blp.response(204)
 @blp.alt_response(502, response="BAD_GATEWAY")
