@@ -133,7 +133,7 @@ def test_the_image_files_and_command_serve(database_url, make_app, tmp_path, met
     assert env["PROMETHEUS_MULTIPROC_DIR"].startswith("/tmp/")
     env.update(BIND=f"127.0.0.1:{port}", PROMETHEUS_MULTIPROC_DIR=str(tmp_path / env["PROMETHEUS_MULTIPROC_DIR"][1:]),
                WEB_CONCURRENCY="2", DATABASE_URL=database_url, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET,
-               **({"METRICS_ENABLED": "1"} if metrics else {}))
+               SECRET_KEY=BASE_CONFIG["SECRET_KEY"], **({"METRICS_ENABLED": "1"} if metrics else {}))
     env = {"PATH": os.environ["PATH"], **env}
     # The Dockerfile header's first command.
     upgrade = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=image, env=env,
