@@ -70,7 +70,6 @@ def delete_account(user, password):
         db.session.add(DeletedSubscriber(email_sha256=email_sha256(user.email)))
     db.session.execute(delete(PasswordResetRequest).where(PasswordResetRequest.email == user.email))
     db.session.execute(delete(User).where(User.id == user.id).execution_options(synchronize_session=False))
-    db.session.expunge(user)
 
 
 def _delete_customer(user):

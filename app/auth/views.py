@@ -37,7 +37,8 @@ def _login_rate_key():
 @blp.response(201, UserSchema)
 @blp.alt_response(409, response="CONFLICT")
 def register(body):
-    """Create an account. No token is returned: login is the only credential exchange."""
+    """Create an account and queue its verification email. No token is returned: login is the only
+    credential exchange."""
     user = service.register_user(**body)
     db.session.commit()
     return presentation.present_user(user)

@@ -1,8 +1,10 @@
 """What a notification says on each channel: an email from templates, a Standard Webhooks JSON body.
 
 Templates live in ``app/notifications/templates``: ``<kind>.txt`` (a ``Subject:`` line, a blank
-line, the plain-text body) and ``<kind>.html`` (the HTML body), one pair per CONTRACT kind. They
-read the kind's ``data`` fields (README "Notifications"), ``user`` and ``plans`` (price id -> plan).
+line, the plain-text body) and ``<kind>.html`` (the HTML body), one pair per CONTRACT kind and per
+account email (``ACCOUNT_EMAILS``). They read the kind's ``data`` fields (README "Notifications"),
+``user`` and ``plans`` (price id -> plan); an account email also ``link``, with a token minted as
+the message is built, and ``ttl``, the token's lifetime in words.
 """
 import json
 from email.message import EmailMessage
