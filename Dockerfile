@@ -3,7 +3,7 @@
 #   docker run --rm subscriptions flask --app wsgi db upgrade      (with the variables below)
 #   docker run -p 8000:8000 -e DATABASE_URL=postgresql+psycopg://app@db/subscriptions \
 #     -e PROVIDER_API_KEY=sk_live_... -e PROVIDER_WEBHOOK_SECRET=whsec_... -e PROVIDER_PLANS='{"price_...": "pro"}' \
-#     -e RATELIMIT_STORAGE_URI=redis://redis:6379 subscriptions
+#     -e SECRET_KEY=... -e RATELIMIT_STORAGE_URI=redis://redis:6379 subscriptions
 # Secrets come from the environment at run time, never from the image.
 FROM python:3.11-slim
 

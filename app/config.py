@@ -6,7 +6,7 @@ import os
 from email.utils import parseaddr
 from urllib.parse import urlsplit
 
-from limits import parse
+from limits import parse, parse_many
 from limits.storage import SCHEMES as _LIMITS_SCHEMES
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -126,8 +126,7 @@ def from_environ(environ=None):
     config mapping can override any of them.
     """
     environ = os.environ if environ is None else environ
-    names = set(DEFAULTS) | {"DATABASE_URL", "PROVIDER_WEBHOOK_SECRET", "PROVIDER_API_KEY", "PROVIDER_API_BASE",
-                             "SECRET_KEY"}
+    names = set(DEFAULTS) | {"DATABASE_URL", "PROVIDER_WEBHOOK_SECRET", "PROVIDER_API_KEY", "PROVIDER_API_BASE"}
     found = {name: environ[name] for name in names if name in environ}
     if "DATABASE_URL" in found:
         found["SQLALCHEMY_DATABASE_URI"] = found.pop("DATABASE_URL")
@@ -175,6 +174,13 @@ DEFAULTS = {
     "PROVIDER_PRORATION": "create_prorations",
     "PROVIDER_TRIAL_DAYS": "0",
     "PROVIDER_CALLS_RATE_LIMIT": "60 per minute",
+    "SECRET_KEY": "",
+    "APP_URL_VERIFY_EMAIL": "http://localhost:3000/verify-email?token={token}",
+    "APP_URL_RESET_PASSWORD": "http://localhost:3000/reset-password?token={token}",
+    "AUTH_VERIFY_EMAIL_TTL": "1440",
+    "AUTH_PASSWORD_RESET_TTL": "60",
+    "AUTH_PASSWORD_RESET_RATE_LIMIT": "5 per hour",
+    "AUTH_REQUIRE_VERIFIED_EMAIL": "",
 }
 
 LIVEMODES = ("live", "test", "any")
@@ -216,6 +222,8 @@ def validate(config):
         "NOTIFY_MAX_ATTEMPTS",
         "NOTIFY_RETRY_DELAY",
         "PROVIDER_TRIAL_DAYS",
+        "AUTH_VERIFY_EMAIL_TTL",
+        "AUTH_PASSWORD_RESET_TTL",
     ):
         value = _int_or_none(name, config[name])
         if value is None:
@@ -238,12 +246,43 @@ def validate(config):
     if not str(config.get("FREE_PLAN") or "").strip():
         raise ConfigError("FREE_PLAN must name the plan of a user with no valid subscription")
     _notification_channels(config)
+    _accounts(config)
+
+
+def _accounts(config):
+    """Check the settings of the account emails (CONTRACT "Accounts: verification, recovery, profile, deletion")."""
+    config["SECRET_KEY"] = str(config.get("SECRET_KEY") or "").strip()
+    config["AUTH_REQUIRE_VERIFIED_EMAIL"] = _flag(config["AUTH_REQUIRE_VERIFIED_EMAIL"])
+    for name in ("APP_URL_VERIFY_EMAIL", "APP_URL_RESET_PASSWORD"):
+        url = str(config[name] or "").strip()
+        # The link in the email is this URL with {token} replaced: without it the email carries no token.
+        if "{token}" not in url:
+            raise ConfigError(f"{name} must contain {{token}}, where the emailed link carries its token, got {url!r}")
+        config[name] = url
+    for name in ("AUTH_VERIFY_EMAIL_TTL", "AUTH_PASSWORD_RESET_TTL"):
+        if config[name] < 1:
+            raise ConfigError(f"{name} must be at least 1 (minutes)")
+    try:
+        parse_many(str(config["AUTH_PASSWORD_RESET_RATE_LIMIT"]))
+    except ValueError:
+        raise ConfigError("AUTH_PASSWORD_RESET_RATE_LIMIT must be a rate limit such as '5 per hour', "
+                          f"got {config['AUTH_PASSWORD_RESET_RATE_LIMIT']!r}") from None
+
+
+def missing_secret_key():
+    """Return the ``ConfigError`` of a server or worker that must sign email tokens but has no key."""
+    return ConfigError("SECRET_KEY is not set: the service signs the tokens of its verification and password "
+                       "reset emails with it (any long random string, e.g. python -c 'import secrets; "
+                       "print(secrets.token_urlsafe(32))')")
 
 
 def require_serving(config):
-    """Raise ``ConfigError`` unless the validated ``config`` can serve HTTP: webhooks need a secret."""
+    """Raise ``ConfigError`` unless the validated ``config`` can serve HTTP: webhooks need a secret,
+    email tokens a ``SECRET_KEY``."""
     if not config["PROVIDER_WEBHOOK_SECRET"]:
         raise missing_webhook_secret()
+    if not config["SECRET_KEY"]:
+        raise missing_secret_key()
 
 
 def serving_config(environ=None):

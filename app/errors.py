@@ -26,6 +26,34 @@ class InvalidCredentials(AppError):
     message = "The email or password is incorrect."
 
 
+class WrongPassword(InvalidCredentials):
+    """403 ``invalid_credentials``: the ``current_password``/``password`` a bearer request confirms with is wrong.
+
+    Not 401: the bearer token is good, and a 401 would tell the client to log in again.
+    """
+
+    status = 403
+    message = "The password is incorrect."
+
+
+class InvalidEmailToken(AppError):
+    """A verification, email-change or reset token that cannot be used, whatever the reason.
+
+    Malformed, tampered, expired, used, or for an account that no longer exists: one code and one
+    sentence, so the answer tells a guesser nothing about which.
+    """
+
+    status = 400
+    code = "invalid_token"
+    message = "The link is invalid or has expired; ask for a new one."
+
+
+class EmailUnverified(AppError):
+    status = 403
+    code = "email_unverified"
+    message = "Verify your email address first (POST /auth/email/verification sends the link again)."
+
+
 class Unauthenticated(AppError):
     """401 with an RFC 6750 ``WWW-Authenticate`` challenge (section 3)."""
 
@@ -106,6 +134,15 @@ class TooManyTokens(Conflict):
 class EmailTaken(Conflict):
     code = "email_taken"
     message = "An account with this email already exists."
+
+    @classmethod
+    def yours(cls):
+        return cls("This is already your address.")
+
+
+class AlreadyVerified(Conflict):
+    code = "already_verified"
+    message = "Your email address is already verified."
 
 
 class UnknownPrice(AppError):

@@ -61,6 +61,8 @@ class CardSchema(Schema):
 class UserSchema(Schema):
     id = fields.Integer(required=True)
     email = fields.String(required=True)
+    email_verified_at = Timestamp(allow_none=True, required=True,
+                                  metadata={"description": "When the address was verified; null until then"})
     name = fields.String(allow_none=True, required=True)
     plan = fields.String(required=True, metadata={"description": "Entitled plan at the time of the request"})
     card = fields.Nested(CardSchema, allow_none=True, required=True)
@@ -119,6 +121,7 @@ def present_user(user):
     return {
         "id": user.id,
         "email": user.email,
+        "email_verified_at": user.email_verified_at,
         "name": user.name,
         "plan": plans.entitled_plan(user, now),
         "card": card,

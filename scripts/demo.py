@@ -146,6 +146,29 @@ class Demo:
         self.call("POST", "/subscription/resume", 200)
         self.until("cancellation_withdrawn notification", lambda: "cancellation_withdrawn" in self.kinds())
 
+    def accounts(self, email):
+        """Verify the address and reset the password from the links the worker mailed, as a person would."""
+        self.step("The verification email is in the Maildir: its link's token goes to POST /auth/email/verify")
+        token = self.link_token(email, "Verify your email address")
+        self.call("POST", "/auth/email/verify", 200, json={"token": token})
+        self.step("Forgotten password: any address gets the same 202, a registered one a reset email")
+        self.call("POST", "/auth/password/forgot", 202, json={"email": email})
+        token = self.link_token(email, "Reset your password")
+        self.step("The reset link sets a new password (it works once) and logs out every session")
+        self.call("POST", "/auth/password/reset", 200, json={"token": token, "password": "demo password 2"})
+        self.call("GET", "/auth/me", 401)
+        login = self.call("POST", "/auth/login", 200, json={"email": email, "password": "demo password 2"})
+        self.http.headers["Authorization"] = f"Bearer {login['access_token']}"
+
+    def link_token(self, email, subject):
+        """Wait for the email ``subject`` to ``email`` in the Maildir; return the token of its link."""
+        self.until(f"'{subject}' in the Maildir", lambda: any(m["Subject"] == subject for m in self.mails(email)),
+                   seconds=30)
+        message = [m for m in self.mails(email) if m["Subject"] == subject][-1]
+        link = re.search(r"\S+[?&]token=\S+", message.get_body(("plain",)).get_content()).group()
+        print(f"    link: {link[:60]}...")
+        return link.split("token=", 1)[1]
+
     def notifications(self):
         return self.http.get(self.base + "/notifications", timeout=30).json()["data"]
 
@@ -169,6 +192,7 @@ class Demo:
         self.step("Log in: the only credential exchange; the answer is a bearer token")
         token = self.call("POST", "/auth/login", 200, json={"email": email, "password": "demo password 1"})
         self.http.headers["Authorization"] = f"Bearer {token['access_token']}"
+        self.accounts(email)
         self.step("Who am I? Free plan, no card yet")
         self.call("GET", "/auth/me", 200)
         subscription_id = self.trial()

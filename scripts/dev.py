@@ -4,8 +4,9 @@ Starts the emulator, creates the demo products and prices there, registers the s
 webhook endpoint (the emulator issues the signing secret), starts a local SMTP server (aiosmtpd)
 that files every message in a Maildir under ``instance/``, applies the migrations and runs the
 service and the notification delivery worker (``flask deliver-notifications``). The environment
-it used is written to ``instance/dev.env`` so that other terminals
-(``make demo``, ``flask sync-user``) can join in with ``set -a; . instance/dev.env; set +a``.
+it used, a ``SECRET_KEY`` made on the first run included, is written to ``instance/dev.env`` so
+that other terminals (``make demo``, ``flask sync-user``) can join in with
+``set -a; . instance/dev.env; set +a``.
 Remember-me (``AUTH_REMEMBER_ME``) is on, and first subscriptions get a 14-day trial (``PROVIDER_TRIAL_DAYS``).
 The emulator keeps its state in ``instance/emulator.json``, so a restart finds the customers and
 subscriptions ``instance/app.db`` knows. When one of the processes dies, the others are stopped and
@@ -124,6 +125,19 @@ def set_up_provider(emulator_url, service_url):
     }
 
 
+def secret_key(env_file):
+    """Return the ``SECRET_KEY`` written to ``env_file`` by an earlier run, or a new random one.
+
+    Kept across restarts, so that the links in emails already in the Maildir still work.
+    """
+    if env_file.exists():
+        for line in env_file.read_text().splitlines():
+            name, _, value = line.partition("=")
+            if name == "SECRET_KEY" and value.strip("'"):
+                return value.strip("'")
+    return secrets.token_urlsafe(32)
+
+
 class Stack:
     """The emulator and the service as child processes; ``with Stack(...) as env:`` starts and stops them.
 
@@ -177,7 +191,8 @@ class Stack:
         wait_for(emulator_url + "/_emulator/clock")
         wait_for_port(self.smtp_port)
         provider_env = {**set_up_provider(emulator_url, service_url), "MAIL_SERVER": "127.0.0.1",
-                        "MAIL_PORT": str(self.smtp_port), "MAILDIR": str(self.maildir)}
+                        "MAIL_PORT": str(self.smtp_port), "MAILDIR": str(self.maildir),
+                        "SECRET_KEY": secret_key(self.env_file)}
         env = {**os.environ, **provider_env, **SETTINGS}
         env.setdefault("SECRET_KEY", secrets.token_hex(32))
         if self.database_url:

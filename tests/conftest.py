@@ -34,7 +34,6 @@ PASSWORD = "correct horse battery"
 
 BASE_CONFIG = {
     "TESTING": True,
-    "SECRET_KEY": "test-secret-key-of-the-suite",
     "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET,
     # Argon2id with small costs keeps the suite fast; production defaults are in app.config.
     "PASSWORD_HASH_TIME_COST": 1,
@@ -47,6 +46,8 @@ BASE_CONFIG = {
     # limits set their own.
     "AUTH_REGISTER_RATE_LIMIT": "100000 per minute",
     "PROVIDER_CALLS_RATE_LIMIT": "100000 per minute",
+    # Signs the tokens of the account emails (required under gunicorn, see app.config.require_serving).
+    "SECRET_KEY": "test secret key of the account email tokens",
 }
 FIXTURES = Path(__file__).parent / "fixtures" / "stripe_events"
 
@@ -200,7 +201,7 @@ def bearer(token_body):
 def fuzzed_app(make_app, prices):
     """An app for schemathesis to call: prices mapped, and a user ``fuzz@example.com`` (see ``fresh_token``)."""
     # The limiter would answer 429 to most generated logins; 429 is covered in test_security.
-    app = make_app(AUTH_LOGIN_RATE_LIMIT="100000 per minute")
+    app = make_app(AUTH_LOGIN_RATE_LIMIT="100000 per minute", AUTH_PASSWORD_RESET_RATE_LIMIT="100000 per minute")
     register(app.test_client(), email="fuzz@example.com")
     return app
 

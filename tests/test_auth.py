@@ -26,8 +26,8 @@ def stored_tokens(app):
 
 def test_register_returns_the_user_without_a_token_or_password(client):
     body = register(client, email=" Ada@Example.COM\t")
-    assert body == {"id": body["id"], "email": "ada@example.com", "name": "Ada", "plan": "free",
-                    "card": None, "subscription": None}
+    assert body == {"id": body["id"], "email": "ada@example.com", "email_verified_at": None, "name": "Ada",
+                    "plan": "free", "card": None, "subscription": None}
 
 
 def test_register_refuses_an_email_taken_in_another_case(client, user):

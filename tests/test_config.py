@@ -44,8 +44,31 @@ def test_serving_refuses_a_missing_webhook_secret(secret):
     environ = {} if secret is None else {"PROVIDER_WEBHOOK_SECRET": secret}
     with pytest.raises(ConfigError, match="PROVIDER_WEBHOOK_SECRET is not set"):
         serving_config(environ)
-    assert serving_config({"PROVIDER_WEBHOOK_SECRET": "whsec_a, whsec_b"})["PROVIDER_WEBHOOK_SECRET"] == [
-        "whsec_a", "whsec_b"]
+    assert serving_config({"PROVIDER_WEBHOOK_SECRET": "whsec_a, whsec_b", "SECRET_KEY": "k"})[
+        "PROVIDER_WEBHOOK_SECRET"] == ["whsec_a", "whsec_b"]
+
+
+@pytest.mark.parametrize("key", [None, "", "  "])
+def test_serving_refuses_a_missing_secret_key_in_one_line_naming_it(key):
+    environ = {"PROVIDER_WEBHOOK_SECRET": "whsec_a"} | ({} if key is None else {"SECRET_KEY": key})
+    with pytest.raises(ConfigError, match="^SECRET_KEY is not set") as raised:
+        serving_config(environ)
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("name", ["APP_URL_VERIFY_EMAIL", "APP_URL_RESET_PASSWORD"])
+def test_an_email_link_without_its_token_placeholder_refuses_to_start(name):
+    with pytest.raises(ConfigError, match=f"^{name} must contain {{token}}") as raised:
+        create_app({**BASE_CONFIG, name: "https://app.example.com/verify"})
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("override", [{"AUTH_PASSWORD_RESET_RATE_LIMIT": "often"}, {"AUTH_VERIFY_EMAIL_TTL": "0"},
+                                      {"AUTH_PASSWORD_RESET_TTL": "an hour"}])
+def test_bad_account_settings_are_refused_naming_them(override):
+    (name,) = override
+    with pytest.raises(ConfigError, match=name):
+        create_app({**BASE_CONFIG, **override})
 
 
 def test_the_app_builds_without_a_webhook_secret(monkeypatch):

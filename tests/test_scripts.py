@@ -15,7 +15,7 @@ import requests
 import stripe
 
 from scripts.demo import Demo
-from scripts.dev import API_KEY, Stack
+from scripts.dev import API_KEY, Stack, secret_key
 from tests.depth import budget
 from tests.ports import free_port
 
@@ -44,8 +44,12 @@ def test_make_run_remembers_me_and_make_demo_leaves_the_clock_as_it_found_it(tmp
         Demo(env).run()
         out = capsys.readouterr().out
         assert "Demo complete." in out
+        assert "POST /auth/email/verify -> 200" in out and "POST /auth/password/reset -> 200" in out, (
+            "the demo verified the address and reset the password from the Maildir's links")
         assert re.search(r"next retry at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; or pay at http", out), out
         assert offset(env["EMULATOR_URL"]) == 100
+    key = secret_key(tmp_path / "dev.env")
+    assert f"SECRET_KEY='{key}'" in (tmp_path / "dev.env").read_text() and len(key) >= 32, "kept for the next run"
 
 
 def stack_in(folder, ports=None):
@@ -172,7 +176,7 @@ def test_make_bench_runs_every_row(tmp_path):
     rows = [line for line in run.stdout.splitlines() if line.startswith(f"| {kind} |")]
     every_kind = ("minimal Flask app", "`GET /auth/me`, valid token", "webhook ingest, lifecycle mix",
                   "`flask prune-tokens`", "`POST /subscription/intent`", "`POST /subscription/swap` round trip",
-                  "`POST /auth/login`")
+                  "`POST /auth/login`", "`POST /auth/password/forgot`")
     every_row = ("`GET /_bench/bare`", "personal token scoped", "other tokens", "one webhook delivery at a time")
     for measured in budget(quick=every_kind, deep=every_kind + every_row):
         assert any(measured in row for row in rows), (measured, run.stdout)

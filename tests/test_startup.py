@@ -23,7 +23,7 @@ def environ(tmp_path, **settings):
     """The test process's environment without the service's settings, plus ``settings``."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PROVIDER_", "RATELIMIT_", "AUTH_", "DATABASE_URL", "FLASK_"))}
-    return {**env, "DATABASE_URL": f"sqlite:///{tmp_path / 'app.db'}", **settings}
+    return {**env, "DATABASE_URL": f"sqlite:///{tmp_path / 'app.db'}", "SECRET_KEY": "test secret key", **settings}
 
 
 def run(args, env, **kwargs):

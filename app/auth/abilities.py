@@ -16,6 +16,8 @@ ABILITIES = {
     "notifications:read": "GET /notifications",
     "tokens:manage": "GET /auth/tokens, POST /auth/tokens (abilities it has itself), DELETE /auth/tokens/{id}, "
                      "POST /auth/logout-all",
+    "profile:write": "POST /auth/email/verification, POST /auth/password, PATCH /auth/me, POST /auth/email/change",
+    "account:delete": "DELETE /auth/me",
 }
 
 

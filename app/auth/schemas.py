@@ -4,15 +4,20 @@ Request strings use the ``app.fields`` types, which refuse NUL and unpaired surr
 """
 from marshmallow import Schema, ValidationError, fields, post_load, validate
 
+from app import email_tokens
 from app.auth.abilities import ABILITIES
 from app.fields import Boolean, Email, Text, Timestamp
 from app.pagination import MAX_ID
 
+# Register's rules, for every password a user sets (register, reset, change).
+NEW_PASSWORD = validate.Length(min=8, max=1024)
+NAME = validate.Length(max=255)
+
 
 class RegisterSchema(Schema):
     email = Email(required=True, validate=validate.Length(max=320))
-    password = Text(required=True, load_only=True, validate=validate.Length(min=8, max=1024))
-    name = Text(load_default=None, allow_none=True, validate=validate.Length(max=255))
+    password = Text(required=True, load_only=True, validate=NEW_PASSWORD)
+    name = Text(load_default=None, allow_none=True, validate=NAME)
 
 
 class LoginSchema(Schema):
@@ -96,3 +101,40 @@ class TokenPathSchema(Schema):
 
 class LogoutAllSchema(Schema):
     except_current = Boolean(load_default=False, metadata={"description": "Keep the token of this request"})
+
+
+class SentSchema(Schema):
+    sent = fields.Boolean(required=True, metadata={"description": "Always true: the email is queued"})
+
+
+class EmailTokenSchema(Schema):
+    token = Text(required=True, load_only=True, validate=validate.Length(min=1, max=email_tokens.MAX_LENGTH),
+                 metadata={"description": "The token of the emailed link (the {token} of APP_URL_VERIFY_EMAIL)"})
+
+
+class ForgotPasswordSchema(Schema):
+    email = Email(required=True, validate=validate.Length(max=320))
+
+
+class ResetPasswordSchema(Schema):
+    token = Text(required=True, load_only=True, validate=validate.Length(min=1, max=email_tokens.MAX_LENGTH),
+                 metadata={"description": "The token of the emailed link (the {token} of APP_URL_RESET_PASSWORD)"})
+    password = Text(required=True, load_only=True, validate=NEW_PASSWORD)
+
+
+class PasswordChangeSchema(Schema):
+    current_password = Text(required=True, load_only=True, validate=validate.Length(max=1024))
+    password = Text(required=True, load_only=True, validate=NEW_PASSWORD)
+
+
+class ProfileSchema(Schema):
+    name = Text(required=True, allow_none=True, validate=NAME, metadata={"description": "null clears it"})
+
+
+class EmailChangeSchema(Schema):
+    email = Email(required=True, validate=validate.Length(max=320), metadata={"description": "The new address"})
+    password = Text(required=True, load_only=True, validate=validate.Length(max=1024))
+
+
+class PasswordConfirmSchema(Schema):
+    password = Text(required=True, load_only=True, validate=validate.Length(max=1024))

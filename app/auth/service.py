@@ -6,6 +6,7 @@ from app.auth import passwords, tokens
 from app.errors import EmailTaken, InvalidCredentials
 from app.extensions import db
 from app.models import User
+from app.notifications import notify_account
 
 
 def normalise_email(email):
@@ -14,7 +15,10 @@ def normalise_email(email):
 
 
 def register_user(email, password, name=None):
-    """Create and return a ``User``; raises ``EmailTaken`` (409) when the email is already registered."""
+    """Create and return a ``User`` and queue its verification email.
+
+    Raises ``EmailTaken`` (409) when the email is already registered.
+    """
     email = normalise_email(email)
     if db.session.scalar(select(User.id).where(User.email == email)) is not None:
         raise EmailTaken()
@@ -27,6 +31,7 @@ def register_user(email, password, name=None):
         # PostgreSQL, so rolling back is the only way on, for any caller.
         db.session.rollback()
         raise EmailTaken() from None
+    notify_account(user, "email_verification")
     return user
 
 

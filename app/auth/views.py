@@ -44,7 +44,8 @@ def _client_rate_key():
 @blp.alt_response(409, response="CONFLICT")
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")
 def register(body):
-    """Create an account. No token is returned: login is the only credential exchange.
+    """Create an account and queue its verification email. No token is returned: login is the only
+    credential exchange.
 
     429 ``rate_limited`` past ``AUTH_REGISTER_RATE_LIMIT`` accounts per client address (free trials
     are per account, so accounts are not free to open at will).

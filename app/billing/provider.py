@@ -147,6 +147,18 @@ class SubscriptionProvider(ABC):
     def list_webhook_endpoints(self):
         """Return the webhook endpoints registered at the provider."""
 
+    @abstractmethod
+    def update_customer_email(self, customer_id, email):
+        """Set the customer's ``email`` (where Stripe sends its receipts and invoices)."""
+
+    @abstractmethod
+    def delete_customer(self, customer_id):
+        """Delete the customer at the provider, which also cancels its subscriptions at once.
+
+        A customer the provider has already deleted (or never had) counts as deleted: a retried
+        account deletion finds it gone.
+        """
+
     def sync(self, user):
         """Pull the user's live subscriptions and write them locally as the webhooks would.
 

@@ -319,3 +319,16 @@ class StripeProvider(SubscriptionProvider):
         with _provider_call("list webhook endpoints"):
             page = self._v1.webhook_endpoints.list(params=params)
             return [endpoint.to_dict() for endpoint in page.auto_paging_iter()]
+
+    def update_customer_email(self, customer_id, email):
+        params: CustomerUpdateParams = {"email": email}
+        with _provider_call("update customer email"):
+            self._v1.customers.update(customer_id, params=params)
+
+    def delete_customer(self, customer_id):
+        with _provider_call("delete customer"):
+            try:
+                self._v1.customers.delete(customer_id)
+            except stripe.InvalidRequestError as exc:
+                if exc.code != "resource_missing":
+                    raise

@@ -46,7 +46,7 @@ class UserSnapshot(Snapshot):
     """A ``users`` row (what the "User" resource shows); ``subscriptions`` is its ``SubscriptionSnapshot``
     list, by id as on ``User``."""
 
-    COLUMNS = ("id", "email", "name", "pm_type", "pm_last_four")
+    COLUMNS = ("id", "email", "email_verified_at", "name", "pm_type", "pm_last_four")
 
 
 def split_columns(parts):

@@ -15,7 +15,9 @@ class User(db.Model):
     ``provider_id`` is the Stripe customer id (SPEC's ``users.provider_id``); ``plan`` is the plan
     last committed by ``CommitPlan`` (``None`` means the free plan); ``pm_type``/``pm_last_four``
     mirror the customer's default payment method at the provider, and ``pm_exp_month``/``pm_exp_year``
-    its card's expiry (Stripe's names; ``None`` for a method that is not a card). ``idempotency_token``
+    its card's expiry (Stripe's names; ``None`` for a method that is not a card). ``email_verified_at``
+    is when the address in ``email`` was proved (a verification or email-change link), else ``None``.
+    ``idempotency_token``
     is random, set once, and names the user in the provider's idempotency keys: user ids repeat
     across databases that share one Stripe account (staging, a developer's copy, a restored backup).
     """
@@ -33,6 +35,7 @@ class User(db.Model):
     pm_last_four: Mapped[str | None] = mapped_column(String(4))
     pm_exp_month: Mapped[int | None] = mapped_column(SmallInteger)
     pm_exp_year: Mapped[int | None] = mapped_column(SmallInteger)
+    email_verified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     idempotency_token: Mapped[str] = mapped_column(String(32), unique=True, default=lambda: secrets.token_hex(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

@@ -4,11 +4,14 @@ Delivery goes through a transactional outbox: ``notify`` writes the notification
 ``NotificationDelivery`` row per configured channel in the caller's transaction, and the worker
 (``flask deliver-notifications``, ``app.notifications.outbox``) sends them afterwards.
 """
+import secrets
+
 from flask import current_app
 
 from app.extensions import db
 from app.models import Notification, NotificationDelivery
 from app.notifications.channels import configured_channel_names
+from app.notifications.kinds import ACCOUNT_EMAILS
 from app.observability import metrics
 
 
@@ -26,3 +29,21 @@ def notify(user, event_id, kind, data):
     for channel in configured_channel_names(current_app.config):
         db.session.add(NotificationDelivery(notification=notification, channel=channel))
         metrics.notification_queued(channel)
+
+
+def notify_account(user, kind, data=None):
+    """Queue an account email or notice of ``kind`` for ``user``; the caller owns the transaction.
+
+    ``kind`` is an ``ACCOUNT_EMAILS`` kind (queued for the email channel alone, nothing when email
+    is not configured) or a notice kind such as ``password_changed`` (stored and queued as
+    ``notify`` does). ``data`` never holds a token. Not caused by a provider event, the row gets
+    an ``event_id`` of its own (``account_`` and random hex), unique as the (event_id, kind) key needs.
+    """
+    event_id = f"account_{secrets.token_hex(12)}"
+    if kind not in ACCOUNT_EMAILS:
+        notify(user, event_id, kind, data or {})
+    elif "email" in configured_channel_names(current_app.config):
+        notification = Notification(user_id=user.id, event_id=event_id, kind=kind, data=data or {})
+        db.session.add(notification)
+        db.session.add(NotificationDelivery(notification=notification, channel="email"))
+        metrics.notification_queued("email")

@@ -8,6 +8,7 @@ from flask.cli import with_appcontext
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.cli import ServiceCommand
+from app.config import missing_secret_key
 from app.extensions import db
 from app.notifications import outbox
 from app.notifications.channels import ChannelUnusable, configured_channels
@@ -35,6 +36,9 @@ def _usable_channels():
     channels = configured_channels(current_app.config)
     if not channels:
         raise click.ClickException("no notification channel is configured: set MAIL_SERVER or NOTIFY_WEBHOOK_URL")
+    if "email" in channels and not current_app.config["SECRET_KEY"]:
+        # The account emails carry tokens signed as they are sent; without the key each would fail until dead.
+        raise click.ClickException(str(missing_secret_key()))
     try:
         for channel in channels.values():
             channel.check()

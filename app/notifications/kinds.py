@@ -1,5 +1,9 @@
 """The notification kinds the listeners store (CONTRACT "Additions"): each with the provider
-event that causes it and its ``data`` fields, for the OpenAPI document and the README.
+event (or account change) that causes it and its ``data`` fields, for the OpenAPI document and the README.
+
+``ACCOUNT_EMAILS`` are the outbox's other kind of row: an email carrying a token, sent by email
+only and never listed by ``GET /notifications``. The row says only "send this email to user N";
+the worker mints the token into the message as it sends (``app.email_tokens.link``).
 
 Times in ``data`` are Unix seconds (UTC), as the provider sends them.
 """
@@ -34,4 +38,15 @@ NOTIFICATION_KINDS = {
                         "data: subscription, from, to (quantity).",
     "trial_started": "customer.subscription.created of a trialing subscription (a free trial, "
                      "PROVIDER_TRIAL_DAYS). data: subscription, trial_end.",
+    "password_changed": "The account's password was changed (POST /auth/password or a reset link). A notice "
+                        "without a token. data: via (password or reset).",
+    "email_change_requested": "POST /auth/email/change asked to move the account to another address; sent to "
+                              "the current address, without a token. data: new_email.",
+}
+
+# Account email -> what it carries. data: email (the address it goes to) for email_change only.
+ACCOUNT_EMAILS = {
+    "email_verification": "a link that verifies the account's address (APP_URL_VERIFY_EMAIL)",
+    "email_change": "a link that moves the account to the new address (APP_URL_VERIFY_EMAIL)",
+    "password_reset": "a link that sets a new password (APP_URL_RESET_PASSWORD)",
 }

@@ -1,15 +1,20 @@
 """What a notification says on each channel: an email from templates, a Standard Webhooks JSON body.
 
 Templates live in ``app/notifications/templates``: ``<kind>.txt`` (a ``Subject:`` line, a blank
-line, the plain-text body) and ``<kind>.html`` (the HTML body), one pair per CONTRACT kind. They
-read the kind's ``data`` fields (README "Notifications"), ``user`` and ``plans`` (price id -> plan).
+line, the plain-text body) and ``<kind>.html`` (the HTML body), one pair per CONTRACT kind and per
+account email (``ACCOUNT_EMAILS``). They read the kind's ``data`` fields (README "Notifications"),
+``user`` and ``plans`` (price id -> plan); an account email also ``link``, with a token minted as
+the message is built, and ``ttl``, the token's lifetime in words.
 """
 import json
 from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 
+from flask import current_app
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 
+from app import email_tokens
+from app.notifications.kinds import ACCOUNT_EMAILS
 from app.notifications.schemas import NotificationSchema
 from app.timeutil import from_timestamp, isoformat_z
 
@@ -33,18 +38,37 @@ def message_id(notification, sender):
 def email(notification, user, sender, plans, now):
     """Return the ``EmailMessage`` for ``notification`` to ``user``: plain text plus an HTML alternative."""
     context = {"user": user, "data": notification.data or {}, "notification": notification, "plans": plans}
+    if notification.kind in ACCOUNT_EMAILS:
+        context.update(_account_email(notification, user))
     head, _, text = _templates.get_template(f"{notification.kind}.txt").render(context).partition("\n\n")
     subject = head.removeprefix("Subject:").strip()
     html = _templates.get_template(f"{notification.kind}.html").render(context, subject=subject)
     message = EmailMessage()
     message["Subject"] = subject
     message["From"] = sender
-    message["To"] = user.email
+    message["To"] = context.get("to") or user.email
     message["Date"] = format_datetime(now)
     message["Message-ID"] = message_id(notification, sender)
-    message.set_content(text)
-    message.add_alternative(html, subtype="html")
+    # An account email's link is one unbroken line in the raw message (quoted-printable would fold
+    # it, and a token copied out of a mail file would be cut), wherever the text allows 7bit.
+    cte = "7bit" if "link" in context and (text + html).isascii() else None
+    message.set_content(text, cte=cte)
+    message.add_alternative(html, subtype="html", cte=cte)
     return message
+
+
+def _duration(minutes):
+    return f"{minutes // 60} hours" if minutes % 60 == 0 and minutes > 60 else f"{minutes} minutes"
+
+
+def _account_email(notification, user):
+    """Return the template context of an account email: ``link`` (a token minted now), ``ttl`` (its
+    lifetime in words) and ``to``: the new address for an email change, else ``None`` (``user.email``)."""
+    data = notification.data or {}
+    reset = notification.kind == "password_reset"
+    ttl = current_app.config["AUTH_PASSWORD_RESET_TTL" if reset else "AUTH_VERIFY_EMAIL_TTL"]
+    return {"link": email_tokens.link(notification.kind, user, data), "ttl": _duration(ttl),
+            "to": data.get("email") if notification.kind == "email_change" else None}
 
 
 def webhook_id(notification):

@@ -15,8 +15,9 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.extensions import db
-from app.models import Notification, NotificationDelivery, User
+from app.models import Notification, NotificationDelivery, PasswordResetRequest, User
 from app.models.delivery import DEAD, DELIVERED, PENDING
+from app.notifications import notify_account
 from app.observability import metrics
 from app.timeutil import utcnow
 
@@ -75,6 +76,28 @@ def claim(now, limit=BATCH):
         .execution_options(populate_existing=True)).tuples().all()
 
 
+def expand_reset_requests(limit=BATCH):
+    """Turn up to ``limit`` waiting ``POST /auth/password/forgot`` requests into reset emails; return how many.
+
+    A request for a registered address queues a ``password_reset`` email to its user; any other is
+    dropped, as each row is once read. Done here, off the request, so that the request costs the
+    same for every address. ``SKIP LOCKED`` lets PostgreSQL workers take requests side by side.
+    The caller commits.
+    """
+    requests = db.session.scalars(
+        select(PasswordResetRequest).order_by(PasswordResetRequest.id).limit(limit)
+        .with_for_update(skip_locked=True)).all()
+    if not requests:
+        return 0
+    addresses = {request.email for request in requests}
+    users = {user.email: user for user in db.session.scalars(select(User).where(User.email.in_(addresses)))}
+    for request in requests:
+        if request.email in users:
+            notify_account(users[request.email], "password_reset")
+        db.session.delete(request)
+    return len(requests)
+
+
 def record(delivery, error, now, max_attempts, first_delay):
     """Record one attempt's outcome on ``delivery``: delivered, retry later, or dead; return which.
 
@@ -110,8 +133,10 @@ def _send(delivery, notification, user, channels, sessions, stack):
 def deliver_batch(channels, config):
     """Claim one batch and send it on ``channels`` (``{name: channel}``); return a ``Counter`` of outcomes.
 
+    Waiting password reset requests are expanded into emails first, in the claim's transaction.
     Commits: the claim first, then each outcome as soon as it is known.
     """
+    expand_reset_requests()
     batch = claim(utcnow())
     db.session.commit()
     outcomes, sessions = Counter(), {}

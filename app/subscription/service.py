@@ -2,6 +2,7 @@
 from flask import current_app
 from sqlalchemy import select
 
+from app.auth import profile
 from app.billing import objects, plans, state
 from app.billing.provider import get_provider
 from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES
@@ -9,6 +10,7 @@ from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription
 from app.models.user import lock_user
+from app.notifications.kinds import ACCOUNT_EMAILS
 from app.pagination import newest_first
 
 
@@ -82,10 +84,11 @@ def _trial_days(user, provider):
     """``PROVIDER_TRIAL_DAYS`` for the user's first subscription, else 0 (CONTRACT "Additions (third round)").
 
     Any subscription before, in any status, rules a trial out: one stored here, or one Stripe has
-    for the customer and this database does not (made in the dashboard, or before a restore).
+    for the customer and this database does not (made in the dashboard, or before a restore), or
+    one of a deleted account with the same address (CONTRACT "Accounts").
     """
     days = current_app.config["PROVIDER_TRIAL_DAYS"]
-    if not days or user.subscriptions:
+    if not days or user.subscriptions or profile.was_deleted_subscriber(user.email):
         return 0
     return 0 if user.provider_id and provider.list_subscriptions(user.provider_id) else days
 
@@ -96,6 +99,10 @@ def portal_url(user, return_url=None):
 
 
 def list_notifications(user, limit=20, starting_after=None):
-    """Return ``(notifications, has_more)``: the user's notifications newest first, ``limit`` per page."""
-    return newest_first(select(Notification).where(Notification.user_id == user.id), Notification.id,
-                        limit, starting_after)
+    """Return ``(notifications, has_more)``: the user's notifications newest first, ``limit`` per page.
+
+    Account emails (verification, email change, reset) are outbox rows, not notices: never listed.
+    """
+    return newest_first(select(Notification).where(Notification.user_id == user.id,
+                                                   Notification.kind.not_in(ACCOUNT_EMAILS)),
+                        Notification.id, limit, starting_after)

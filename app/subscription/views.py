@@ -3,6 +3,7 @@ from flask import g
 
 from app import idempotency, presentation
 from app.api import Blueprint
+from app.auth import recovery
 from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
 from app.extensions import db
 from app.http import NO_STORE, no_store
@@ -66,8 +67,10 @@ def intent(body):
     201 for a new subscription, 200 for the pending one reused; 409 ``already_subscribed`` (what the
     sync found is kept: the payment that cleared is the news); 422 ``unknown_price``; 502
     ``provider_rejected``; 503 ``provider_unavailable``. See ``service.create_intent`` (SPEC 4
-    rule 4). ``idempotent`` commits.
+    rule 4). 403 ``email_unverified`` with ``AUTH_REQUIRE_VERIFIED_EMAIL`` until the address is
+    verified. ``idempotent`` commits.
     """
+    recovery.require_verified_email(g.current_user)
     user = current_user_for_update()
     service.ensure_customer(user)
     # Committed before the subscription is created: its webhooks may arrive before this request

@@ -49,6 +49,7 @@ def service_env(db, emulator_url, plans):
     env.update(
         DATABASE_URL=db.url,
         PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET,
+        SECRET_KEY="bench secret key",
         PROVIDER_API_KEY="sk_test_bench",
         PROVIDER_API_BASE=emulator_url,
         PROVIDER_PLANS=json.dumps(plans),

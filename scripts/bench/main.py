@@ -13,6 +13,7 @@ from pathlib import Path
 import scripts.bench
 from app import config as app_config
 from app.models import AccessToken
+from scripts.bench import accounts
 from scripts.bench.authenticated import measure_authenticated
 from scripts.bench.database import Database, count_rows, seed_expired_tokens, service_env
 from scripts.bench.delivery import bench_delivery_worker, delivery_rows
@@ -70,6 +71,7 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
 
         out["intent"] = measure_intents(port, prices["pro"], args.intents)
         out["swap"] = measure_swaps(port, emulator, db, prices, args.swaps)
+        out["forgot"] = accounts.measure_forgot(env, workdir, 50 if args.quick else accounts.REQUESTS)
 
         out.update(measure_webhooks(port, emulator, db, prices, args,
                                     {"gunicorn": gunicorn.process.pid, "emulator": emulator_pid}))
@@ -141,9 +143,10 @@ def main(argv=None):
         emulator_port, minimal_port = free_port(), free_port()
         emulator = Service("emulator", [sys.executable, "-m", "scripts.stripe_emulator", "--port",
                                         str(emulator_port)], quiet, workdir)
-        # The settings file's start-up check asks the minimal app for the webhook secret too.
+        # The settings file's start-up check asks the minimal app for the webhook secret and key too.
         minimal = Service("gunicorn-minimal", gunicorn_argv(minimal_port, "scripts.bench.minimal_app:app"),
-                          {**quiet, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET}, workdir)
+                          {**quiet, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET, "SECRET_KEY": "bench secret key"},
+                          workdir)
         try:
             emulator.wait_http(emulator_port, "/_emulator/clock")
             minimal.wait_http(minimal_port, "/")

@@ -1,4 +1,5 @@
 """The printed table: one row per measurement and database, each figure judged against its target."""
+from scripts.bench import accounts
 from scripts.bench.cpu import cpu_per_event
 from scripts.bench.settings import (
     CONNECTIONS,
@@ -97,6 +98,8 @@ def table_rows(kind, r, args):
     rows.append([kind, f"`POST /subscription/swap` round trip (request to row written), sequential, "
                        f"{swap['requests']} swaps", "", fmt(swap["p50_ms"]), fmt(swap["p99_ms"]), str(swap["errors"]),
                  "one update at the local emulator, Stripe's answer written", "(no target)", "info"])
+    if "forgot" in r:
+        rows.append(accounts.table_row(kind, r["forgot"]))
     login = r["login"]
     rows.append([kind, f"`POST /auth/login`, sequential, {login['requests']} logins", "", fmt(login["p50_ms"]),
                  fmt(login["p99_ms"]), str(login["errors"]), args.hash_params, "(no target)", "info"])

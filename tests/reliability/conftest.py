@@ -146,6 +146,7 @@ def gunicorn(make_app, database_url, emulator, request, tmp_path):
         **os.environ,
         "DATABASE_URL": database_url,
         "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "SECRET_KEY": BASE_CONFIG["SECRET_KEY"],
         "PROVIDER_API_BASE": emulator.url,
         "PROVIDER_API_KEY": "sk_test_x",
         "PROVIDER_PLANS": json.dumps(plans),

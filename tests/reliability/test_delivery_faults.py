@@ -27,7 +27,8 @@ OUTAGE_SECONDS = 3
 
 def start_worker(database_url, smtp_port, log):
     env = {**os.environ, "DATABASE_URL": database_url, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET,
-           "MAIL_SERVER": "127.0.0.1", "MAIL_PORT": str(smtp_port), "NOTIFY_RETRY_DELAY": "1",
+           "SECRET_KEY": "test secret key", "MAIL_SERVER": "127.0.0.1", "MAIL_PORT": str(smtp_port),
+           "NOTIFY_RETRY_DELAY": "1",
            "FLASK_APP": "wsgi", "LOG_LEVEL": "WARNING"}
     with log.open("wb") as out:
         return subprocess.Popen([sys.executable, "-m", "flask", "deliver-notifications"], cwd=ROOT, env=env,

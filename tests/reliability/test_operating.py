@@ -27,7 +27,7 @@ def production(make_app, database_url, emulator, tmp_path):
     make_app()
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET,
-           "PROVIDER_API_BASE": emulator.url, "PROVIDER_API_KEY": "sk_test_x",
+           "SECRET_KEY": BASE_CONFIG["SECRET_KEY"], "PROVIDER_API_BASE": emulator.url, "PROVIDER_API_KEY": "sk_test_x",
            "PASSWORD_HASH_TIME_COST": str(BASE_CONFIG["PASSWORD_HASH_TIME_COST"]),
            "PASSWORD_HASH_MEMORY_COST": str(BASE_CONFIG["PASSWORD_HASH_MEMORY_COST"]),
            "METRICS_ENABLED": "true", "METRICS_TOKEN": TOKEN, "LOG_FORMAT": "json",
@@ -133,7 +133,7 @@ def test_the_image_files_and_command_serve(database_url, make_app, tmp_path, met
     assert env["PROMETHEUS_MULTIPROC_DIR"].startswith("/tmp/")
     env.update(BIND=f"127.0.0.1:{port}", PROMETHEUS_MULTIPROC_DIR=str(tmp_path / env["PROMETHEUS_MULTIPROC_DIR"][1:]),
                WEB_CONCURRENCY="2", DATABASE_URL=database_url, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET,
-               **({"METRICS_ENABLED": "1"} if metrics else {}))
+               SECRET_KEY=BASE_CONFIG["SECRET_KEY"], **({"METRICS_ENABLED": "1"} if metrics else {}))
     env = {"PATH": os.environ["PATH"], **env}
     # The Dockerfile header's first command.
     upgrade = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=image, env=env,

@@ -1,0 +1,131 @@
+"""Email verification and password recovery and change (CONTRACT "Accounts"). Nothing here commits.
+
+Tokens are never made here: these functions queue "send this email to user N" in the outbox
+(``notify_account``), and the delivery worker mints the token as it sends (``app.email_tokens``).
+"""
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from app import email_tokens
+from app.auth import management, passwords
+from app.auth.service import normalise_email
+from app.billing.provider import get_provider
+from app.errors import AlreadyVerified, EmailTaken, EmailUnverified, InvalidEmailToken, WrongPassword
+from app.extensions import db
+from app.models import PasswordResetRequest, User
+from app.models.user import lock_user
+from app.notifications import notify_account
+from app.notifications.channels import configured_channel_names
+from app.timeutil import utcnow
+
+
+def check_password(user, password):
+    """Raise ``WrongPassword`` (403 ``invalid_credentials``) unless ``password`` is ``user``'s."""
+    if not passwords.verify_password(user.password_hash, password):
+        raise WrongPassword()
+
+
+def require_verified_email(user):
+    """Raise ``EmailUnverified`` (403) if ``AUTH_REQUIRE_VERIFIED_EMAIL`` is on and ``user``'s address is unverified.
+
+    ``user`` may be a snapshot: only ``email_verified_at`` is read. For every endpoint that starts
+    paying (``/subscription/intent``, and Checkout).
+    """
+    if current_app.config["AUTH_REQUIRE_VERIFIED_EMAIL"] and user.email_verified_at is None:
+        raise EmailUnverified()
+
+
+def send_verification(user):
+    """Queue a verification email to ``user``'s address; raise ``AlreadyVerified`` (409) when it is verified."""
+    if user.email_verified_at is not None:
+        raise AlreadyVerified()
+    notify_account(user, "email_verification")
+
+
+def verify_email(token):
+    """Redeem a verification or email-change token; return the ``User``.
+
+    A verification token sets ``email_verified_at`` (again: a no-op). An email-change token moves
+    the address to the new one and marks it verified, and moves the Stripe customer's ``email``
+    first: ``ProviderUnavailable`` (503) there changes nothing here. Raises ``InvalidEmailToken``
+    (400) for a bad token, one for a deleted account, or one minted for an address the account no
+    longer has (an address moved since, which also makes an email-change token work once);
+    ``EmailTaken`` (409) when the new address was registered meanwhile.
+    """
+    purpose, payload = email_tokens.read_email_token(token)
+    user = db.session.get(User, payload["u"])
+    if user is None or user.email != payload.get("e"):
+        raise InvalidEmailToken()
+    if purpose == email_tokens.VERIFY:
+        user.email_verified_at = user.email_verified_at or utcnow()
+        return user
+    return _move_email(user, payload.get("n"))
+
+
+def _move_email(user, new_email):
+    if not isinstance(new_email, str):
+        raise InvalidEmailToken()
+    lock_user(user)
+    if db.session.scalar(select(User.id).where(User.email == new_email)) is not None:
+        raise EmailTaken()
+    if user.provider_id:
+        get_provider().update_customer_email(user.provider_id, new_email)
+    user.email, user.email_verified_at = new_email, utcnow()
+    try:
+        db.session.flush()
+    except IntegrityError:
+        # Registered by someone else between the check and here: the failed UPDATE has aborted
+        # the transaction on PostgreSQL, so rolling back is the only way on.
+        db.session.rollback()
+        raise EmailTaken() from None
+    return user
+
+
+def request_password_reset(email):
+    """Record a reset request for ``email``, registered or not; the delivery worker sends the email.
+
+    The same one INSERT whatever the address, and no lookup: a known and an unknown address cost
+    the same (``app.notifications.outbox.expand_reset_requests`` looks the address up). Nothing is
+    recorded without an email channel (``MAIL_SERVER``), as nothing could be sent.
+    """
+    if "email" in configured_channel_names(current_app.config):
+        db.session.add(PasswordResetRequest(email=normalise_email(email)))
+
+
+def reset_password(token, password):
+    """Set ``password`` with a reset token; revoke every token of the user; return the ``User``.
+
+    Raises ``InvalidEmailToken`` (400) unless the token was minted for the password hash the user
+    has now: a used token, or one minted before any other password change, is dead. The user's
+    row lock makes two concurrent resets with one token succeed once. A reset link reached the
+    address, so it also marks the address verified.
+    """
+    payload = email_tokens.read_reset_token(token)
+    user = db.session.get(User, payload["u"])
+    if user is None:
+        raise InvalidEmailToken()
+    lock_user(user)
+    db.session.refresh(user)
+    if email_tokens.password_digest(user.password_hash) != payload.get("p"):
+        raise InvalidEmailToken()
+    user.email_verified_at = user.email_verified_at or utcnow()
+    _set_password(user, password, "reset")
+    management.logout_all(user, None)
+    return user
+
+
+def change_password(user, current_token, current_password, password):
+    """Set ``password`` after checking ``current_password``; revoke every token but ``current_token``'s family.
+
+    Raises ``WrongPassword`` (403 ``invalid_credentials``).
+    """
+    check_password(user, current_password)
+    _set_password(user, password, "password")
+    management.logout_all(user, current_token, except_current=True)
+    return user
+
+
+def _set_password(user, password, via):
+    user.password_hash = passwords.hash_password(password)
+    notify_account(user, "password_changed", {"via": via})
