@@ -15,9 +15,9 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, abort, redirect, request
 
-from . import billing
-from .plumbing import store
-from .state import DEFAULT_API_VERSION, StripeError, new_id
+from ..core.http import store
+from ..core.store import DEFAULT_API_VERSION, StripeError, new_id
+from ..intents import payment_intents
 
 bp = Blueprint("stripe_hosted_invoice", __name__)
 
@@ -61,7 +61,7 @@ def pay(invoice_id):
         st.request_ctx = {"id": new_id("req_", 14), "idempotency_key": None,
                           "api_version": DEFAULT_API_VERSION}
         try:
-            billing.confirm_payment_intent(st, st.payment_intents[inv["_payment_intent"]],
+            payment_intents.confirm_payment_intent(st, st.payment_intents[inv["_payment_intent"]],
                                            request.form.get("payment_method") or "pm_card_visa")
         except StripeError as err:
             return redirect(f"/invoice/{invoice_id}?error={quote(str(err))}", code=303)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .objects import list_object
-from .state import Store, StripeError, public
+from .lists import list_object
+from .store import Store, StripeError, public
 
 # Invoice fields Stripe only returns when asked for with ``expand[]`` ("includable").
 # ``payment_intent`` left the invoice in 2025-03-31; it is tolerated here for old clients.

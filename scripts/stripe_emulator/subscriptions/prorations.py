@@ -1,28 +1,30 @@
-"""Subscription changes that cost money: prorations, pending updates and invoice previews.
+"""Subscription changes that cost money: prorations, and charging them at once.
 
 Stripe prorates a price or quantity change by the share of the current period left after the
 ``proration_date`` (https://docs.stripe.com/billing/subscriptions/prorations): a credit for the
 unused time on the old price and a charge for the remaining time on the new one. With
 ``proration_behavior=always_invoice`` those lines are invoiced and charged at once; with
 ``create_prorations`` they wait for the next renewal invoice; ``none`` bills nothing. With
-``payment_behavior=pending_if_incomplete`` a charge that fails or needs authentication leaves the
-subscription as it was, with the change in ``pending_update`` until the invoice is paid
-(``pending_update_applied``) or 23 hours pass (``pending_update_expired``,
-https://docs.stripe.com/billing/subscriptions/pending-updates). Money is in minor units. The
-caller holds the store lock.
+``payment_behavior=pending_if_incomplete`` a charge that fails leaves the change waiting
+(``pending.py``). Money is in minor units. The caller holds the store lock.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
-from . import billing, dunning, objects
-from .state import Store, StripeError, new_id, public
+from ..billing import cards, invoicing, periods
+from ..billing.objects import invoice_line
+from ..core.store import Store, StripeError
+from . import pending
+from .objects import find_item
 
-PENDING_UPDATE_SECONDS = 23 * 3600
 PRORATION_BEHAVIORS = ("create_prorations", "none", "always_invoice")
+
 PAYMENT_BEHAVIORS = ("allow_incomplete", "default_incomplete", "error_if_incomplete",
                      "pending_if_incomplete")
+
+
 # What Stripe accepts in an update with payment_behavior=pending_if_incomplete.
 PENDING_UPDATE_PARAMS = {"items", "proration_behavior", "proration_date", "payment_behavior",
                          "expand", "billing_cycle_anchor", "trial_end", "trial_from_plan"}
@@ -38,7 +40,7 @@ def planned_changes(store: Store, sub: dict, entries: list) -> list[tuple[dict, 
     for i, entry in enumerate(entries):
         if not entry.get("id") or entry.get("deleted") in (True, "true"):
             continue
-        item = billing.find_item(sub, entry["id"], f"items[{i}][id]")
+        item = find_item(sub, entry["id"], f"items[{i}][id]")
         price = store.get("prices", entry["price"], f"items[{i}][price]") if entry.get("price") \
             else item["price"]
         quantity = int(entry["quantity"]) if entry.get("quantity") not in (None, "") else item["quantity"]
@@ -52,7 +54,7 @@ def planned_changes(store: Store, sub: dict, entries: list) -> list[tuple[dict, 
 
 def proration_date(store: Store, sub: dict, value) -> int:
     """The time a change is prorated from: ``value`` (Unix seconds) or now, within the current period."""
-    start, end = billing.period_start(sub), billing.period_end(sub)
+    start, end = periods.period_start(sub), periods.period_end(sub)
     when = store.now() if value in (None, "") else int(value)
     if not start <= when <= end:
         raise StripeError(400, "The proration_date must be within the subscription's current "
@@ -62,7 +64,7 @@ def proration_date(store: Store, sub: dict, value) -> int:
 
 def _share_left(sub: dict, when: int) -> float:
     """The share of the current period left after ``when`` (0 once it is over)."""
-    start, end = billing.period_start(sub), billing.period_end(sub)
+    start, end = periods.period_start(sub), periods.period_end(sub)
     return (end - when) / (end - start) if end > max(start, when) else 0
 
 
@@ -70,90 +72,36 @@ def _unused_line(sub: dict, item: dict, when: int) -> dict:
     """The credit for the time left after ``when`` on the item's current price and quantity."""
     old = item["price"]
     credit = -round(old["unit_amount"] * item["quantity"] * _share_left(sub, when))
-    return objects.invoice_line(
-        sub["id"], item["id"], old, item["quantity"], credit, when, billing.period_end(sub),
+    return invoice_line(
+        sub["id"], item["id"], old, item["quantity"], credit, when, periods.period_end(sub),
         f"Unused time on {item['quantity']} × {old['id']} after {_day(when)}", proration=True)
 
 
 def proration_lines(sub: dict, planned: list, when: int) -> list[dict]:
     """A credit for the unused time of each changed item and a charge for the rest at its new terms."""
-    end, share = billing.period_end(sub), _share_left(sub, when)
+    end, share = periods.period_end(sub), _share_left(sub, when)
     lines = []
     for item, price, quantity in planned:
         lines.append(_unused_line(sub, item, when))
-        lines.append(objects.invoice_line(
+        lines.append(invoice_line(
             sub["id"], item["id"], price, quantity, round(price["unit_amount"] * quantity * share),
             when, end, f"Remaining time on {quantity} × {price['id']} after {_day(when)}", proration=True))
     return lines
 
 
-def apply_items(sub: dict, planned: list) -> None:
-    for item, price, quantity in planned:
-        if price["id"] != item["price"]["id"]:
-            item["price"], item["plan"] = public(price), objects.legacy_plan(price)
-        item["quantity"] = quantity
-
-
 def _invoice_and_charge(store: Store, sub: dict, lines: list, start: int, end: int) -> tuple[dict, str]:
     """Invoice ``lines`` (``billing_reason`` ``subscription_update``) and charge it off-session."""
-    inv = billing.open_invoice(store, sub, "subscription_update", start, end, lines=lines)
-    billing.finalize(store, inv)
+    inv = invoicing.open_invoice(store, sub, "subscription_update", start, end, lines=lines)
+    invoicing.finalize(store, inv)
     if inv["amount_due"] == 0:
-        billing.mark_paid(store, inv)
+        invoicing.mark_paid(store, inv)
         return inv, "succeeded"
-    return inv, billing.attempt(store, inv, dunning.paying_method(store, sub))
+    return inv, invoicing.attempt(store, inv, cards.paying_method(store, sub))
 
 
 def charge_now(store: Store, sub: dict, lines: list) -> tuple[dict, str]:
     """Invoice a change's proration ``lines`` for their period and charge it off-session."""
     return _invoice_and_charge(store, sub, lines, lines[0]["period"]["start"], lines[0]["period"]["end"])
-
-
-def set_pending(store: Store, sub: dict, planned: list, inv: dict) -> None:
-    """Keep the change in ``pending_update`` until ``inv`` is paid or the update expires."""
-    items = []
-    for item, price, quantity in planned:
-        pending = public(item)
-        pending.update(price=public(price), plan=objects.legacy_plan(price), quantity=quantity)
-        items.append(pending)
-    sub["pending_update"] = {"billing_cycle_anchor": None,
-                             "expires_at": store.now() + PENDING_UPDATE_SECONDS,
-                             "subscription_items": items, "trial_end": None, "trial_from_plan": None}
-    sub["_pending_invoice"] = inv["id"]
-
-
-def after_invoice_paid(store: Store, inv: dict) -> bool:
-    """Apply the pending update ``inv`` pays for; ``False`` when it pays for none."""
-    sub = store.subscriptions.get(inv["parent"]["subscription_details"]["subscription"] or "")
-    if sub is None or not sub.get("pending_update") or sub.get("_pending_invoice") != inv["id"]:
-        return False
-    before = public(sub)
-    planned = [(billing.find_item(sub, pending["id"], "items"), pending["price"], pending["quantity"])
-               for pending in sub["pending_update"]["subscription_items"]]
-    apply_items(sub, planned)
-    sub["pending_update"], sub["_pending_invoice"] = None, None
-    store.emit("customer.subscription.updated", sub, before)
-    store.emit("customer.subscription.pending_update_applied", sub)
-    return True
-
-
-def expire_pending(store: Store, sub: dict) -> None:
-    """The pending update's 23 hours are over: drop it and void its unpaid invoice."""
-    before = public(sub)
-    inv = store.invoices.get(sub.pop("_pending_invoice", None) or "")
-    sub["pending_update"] = None
-    if inv is not None and inv["status"] == "open":
-        inv["status"] = "void"
-        inv["status_transitions"]["voided_at"] = store.now()
-        store.emit("invoice.voided", inv)
-    store.emit("customer.subscription.updated", sub, before)
-    store.emit("customer.subscription.pending_update_expired", sub)
-
-
-def due(sub: dict) -> list[tuple[int, object]]:
-    """The ``(time, action)`` of a pending update's expiry, if ``sub`` has one."""
-    pending = sub.get("pending_update")
-    return [(pending["expires_at"], expire_pending)] if pending else []
 
 
 def take_prorations(sub: dict) -> list[dict]:
@@ -179,12 +127,12 @@ def change_items(store: Store, sub: dict, params: dict) -> bool:
         if status != "succeeded":
             payment = params.get("payment_behavior") or "allow_incomplete"
             if payment == "pending_if_incomplete":
-                set_pending(store, sub, planned, inv)
+                pending.set_pending(store, sub, planned, inv)
                 return False
             if payment == "error_if_incomplete":
-                raise billing.decline_error(store, store.payment_intents.get(inv["_payment_intent"]), None)
+                raise cards.decline_error(store, store.payment_intents.get(inv["_payment_intent"]), None)
             sub["status"] = "past_due"
-    apply_items(sub, planned)
+    pending.apply_items(sub, planned)
     return True
 
 
@@ -217,45 +165,3 @@ def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool)
     if credit < 0 and cus is not None:
         cus["balance"] += credit
     _invoice_and_charge(store, sub, lines, now, now)
-
-
-def preview(store: Store, params: dict) -> dict:
-    """``POST /v1/invoices/create_preview`` for a subscription: the invoice its change (or renewal) makes.
-
-    Nothing is stored. With ``subscription_details[items]`` and ``always_invoice`` it is the invoice
-    charged at once (the prorations); otherwise the next renewal: waiting prorations, then the
-    next period at the (new) prices. A subscription that will not renew has no upcoming invoice.
-    """
-    sub = store.get("subscriptions", params.get("subscription"), "subscription")
-    if params.get("customer") and params["customer"] != sub["customer"]:
-        raise StripeError(400, "The subscription does not belong to this customer.", param="subscription")
-    details = params.get("subscription_details") or {}
-    check_update({k: v for k, v in details.items() if k in ("proration_behavior",)})
-    planned = planned_changes(store, sub, details.get("items") or [])
-    behavior = details.get("proration_behavior") or "create_prorations"
-    when = proration_date(store, sub, details.get("proration_date")) if planned else store.now()
-    lines = proration_lines(sub, planned, when) if planned and behavior != "none" else []
-    if not (planned and behavior == "always_invoice"):
-        if sub["status"] in ("canceled", "incomplete_expired") or sub["cancel_at"]:
-            raise StripeError(404, "No upcoming invoices for customer: " + sub["customer"],
-                              code="invoice_upcoming_none")
-        lines = list(sub.get("_pending_prorations") or []) + lines + _next_period_lines(sub, planned)
-    start = lines[0]["period"]["start"] if lines else when
-    inv = objects.invoice(store, sub, "upcoming" if not planned else "subscription_update", start,
-                          billing.period_end(sub), lines=[dict(line) for line in lines])
-    inv.update(id=f"upcoming_{new_id('in_')}", status="draft", created=store.now(),
-               period_start=billing.period_start(sub), period_end=billing.period_end(sub))
-    return public(inv)
-
-
-def _next_period_lines(sub: dict, planned: list) -> list[dict]:
-    start = billing.period_end(sub)
-    rec = sub["items"]["data"][0]["price"]["recurring"]
-    end = objects.add_interval(start, rec["interval"], rec["interval_count"])
-    changed = {item["id"]: (price, quantity) for item, price, quantity in planned}
-    lines = []
-    for item in sub["items"]["data"]:
-        price, quantity = changed.get(item["id"], (item["price"], item["quantity"]))
-        lines.append(objects.invoice_line(sub["id"], item["id"], price, quantity,
-                                          price["unit_amount"] * quantity, start, end))
-    return lines

@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.request
 
-from .state import Store, public
+from ..core.store import Store, public
 
 # Delay before attempt 2, 3, ... (seconds). Stripe's own schedule is hours; tests need speed.
 RETRY_SCHEDULE = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)

@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 from flask import Blueprint, abort, redirect, request
 
-from . import billing, lifecycle
-from .plumbing import store
-from .state import DEFAULT_API_VERSION, StripeError, new_id
+from ..core.http import store
+from ..core.store import DEFAULT_API_VERSION, StripeError, new_id
+from ..subscriptions import models as subscriptions
 
 bp = Blueprint("stripe_portal", __name__)
 
@@ -92,16 +92,16 @@ def act(session_id, sub_id, action):
                           "api_version": DEFAULT_API_VERSION}
         try:
             if action == "cancel_at_period_end":
-                lifecycle.update_subscription(st, sub, {"cancel_at_period_end": True})
+                subscriptions.update_subscription(st, sub, {"cancel_at_period_end": True})
             elif action == "resume":
-                lifecycle.update_subscription(st, sub, {"cancel_at_period_end": False})
+                subscriptions.update_subscription(st, sub, {"cancel_at_period_end": False})
             elif action == "cancel":
-                lifecycle.require_subscription(st, sub_id)
-                billing.cancel_now(st, sub)
+                subscriptions.require_subscription(st, sub_id)
+                subscriptions.cancel_now(st, sub)
             elif action == "swap":
                 price = request.form.get("price", "")
                 item = sub["items"]["data"][0]
-                lifecycle.update_subscription(
+                subscriptions.update_subscription(
                     st, sub, {"items": [{"id": item["id"], "price": price}]})
             else:
                 abort(404)

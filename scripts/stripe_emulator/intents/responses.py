@@ -1,15 +1,15 @@
-"""``/v1/setup_intents`` routes: create, retrieve, list and confirm (``setup_intents.py``)."""
+"""``/v1/setup_intents`` and ``/v1/payment_intents`` routes."""
 
 from __future__ import annotations
 
 from flask import Blueprint
 
-from . import setup_intents
-from .api import _strip_data, newest_first
-from .expand import render
-from .plumbing import endpoint, paginate
+from ..core.expand import render
+from ..core.http import endpoint
+from ..core.lists import newest_first, paginate, strip_data
+from . import payment_intents, setup_intents
 
-bp = Blueprint("stripe_api_setup", __name__)
+bp = Blueprint("stripe_intents", __name__)
 
 
 @bp.post("/v1/setup_intents")
@@ -35,7 +35,7 @@ def list_setup_intents(st, params):
         if params.get(key):
             intents = [seti for seti in intents if seti[key] == params[key]]
     page = paginate(intents, params, "/v1/setup_intents")
-    page["data"] = [render(st, seti, _strip_data(params.get("expand"))) for seti in page["data"]]
+    page["data"] = [render(st, seti, strip_data(params.get("expand"))) for seti in page["data"]]
     return page
 
 
@@ -45,3 +45,19 @@ def list_setup_intents(st, params):
 def confirm_setup_intent(st, params, seti_id):
     seti = st.get("setup_intents", seti_id, "intent")
     return render(st, setup_intents.confirm(st, seti, params.get("payment_method")), params.get("expand"))
+
+
+@bp.get("/v1/payment_intents/<pi_id>")
+@endpoint({"client_secret"})
+def retrieve_payment_intent(st, params, pi_id):
+    return render(st, st.get("payment_intents", pi_id), params.get("expand"))
+
+
+@bp.post("/v1/payment_intents/<pi_id>/confirm")
+@endpoint({"payment_method", "return_url", "off_session", "setup_future_usage",
+           "payment_method_options", "receipt_email", "use_stripe_sdk", "mandate_data",
+           "error_on_requires_action", "payment_method_types", "client_secret"})
+def confirm_payment_intent(st, params, pi_id):
+    pi = st.get("payment_intents", pi_id, "intent")
+    payment_intents.confirm_payment_intent(st, pi, params.get("payment_method"))
+    return render(st, pi, params.get("expand"))

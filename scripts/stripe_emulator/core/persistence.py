@@ -18,7 +18,7 @@ from pathlib import Path
 
 from flask import Flask, request
 
-from .state import Store
+from .store import Store
 
 # Rebuilt by every start: the locks, the delivery worker's listeners, the API request being handled.
 PROCESS_BOUND = frozenset({"lock", "changed", "event_listeners", "request_ctx"})

@@ -1,7 +1,7 @@
 """SetupIntents: saving a card for later off-session charges (https://docs.stripe.com/api/setup_intents).
 
 A SetupIntent is created for a customer (``POST /v1/setup_intents``, ``usage`` ``off_session`` by
-default) or by a trial subscription as its ``pending_setup_intent`` (``trials.py``), and confirmed
+default) or by a trial subscription as its ``pending_setup_intent`` (``subscriptions/trials.py``), and confirmed
 with a payment method. The test cards behave as Stripe documents them for set-ups: most succeed
 (the method is attached to the customer, ``setup_intent.succeeded``), including
 ``pm_card_chargeCustomerFail``, which only fails when charged; ``pm_card_chargeDeclined`` and an
@@ -15,8 +15,9 @@ pending SetupIntent that succeeds saves the method on the subscription when it h
 
 from __future__ import annotations
 
-from . import billing, objects
-from .state import Store, StripeError, new_id, public
+from ..billing import cards
+from ..core.store import Store, StripeError, new_id, public
+from ..customers import payment_methods
 
 USAGES = ("off_session", "on_session")
 
@@ -54,7 +55,7 @@ def create(store: Store, params: dict, subscription_id: str | None = None) -> di
     store.setup_intents[seti["id"]] = seti
     store.emit("setup_intent.created", seti)
     if params.get("payment_method"):
-        seti["payment_method"] = billing.resolve_pm(store, params["payment_method"])["id"]
+        seti["payment_method"] = payment_methods.resolve_pm(store, params["payment_method"])["id"]
     if params.get("confirm") in (True, "true"):
         confirm(store, seti, None)
     return seti
@@ -62,8 +63,8 @@ def create(store: Store, params: dict, subscription_id: str | None = None) -> di
 
 def outcome(store: Store, pm: dict) -> str:
     """How setting up ``pm`` ends: ``succeeded``, ``declined`` or ``requires_action``."""
-    card = objects.TEST_CARDS.get(pm.get("_test_id"), {})
-    if billing.expired(pm, store.now()) or ("decline" in card and not card.get("sets_up")):
+    card = cards.TEST_CARDS.get(pm.get("_test_id"), {})
+    if cards.expired(pm, store.now()) or ("decline" in card and not card.get("sets_up")):
         return "declined"
     return "requires_action" if card.get("requires_action") else "succeeded"
 
@@ -77,7 +78,7 @@ def confirm(store: Store, seti: dict, pm_id: str | None) -> dict:
     if not pm_id:
         raise StripeError(400, "You cannot confirm this SetupIntent because it's missing a payment "
                           "method.", code="setup_intent_unexpected_state")
-    pm = billing.resolve_pm(store, pm_id)
+    pm = payment_methods.resolve_pm(store, pm_id)
     if pm["customer"] not in (None, seti["customer"]):
         raise StripeError(400, f"The provided PaymentMethod {pm['id']} belongs to another customer.",
                           param="payment_method")
@@ -91,7 +92,7 @@ def confirm(store: Store, seti: dict, pm_id: str | None) -> dict:
         store.emit("setup_intent.requires_action", seti)
         return seti
     if seti["customer"]:
-        billing.attach_pm(store, pm, seti["customer"])
+        payment_methods.attach_pm(store, pm, seti["customer"])
     seti.update(status="succeeded", next_action=None)
     store.emit("setup_intent.succeeded", seti)
     _save_on_subscription(store, seti)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from flask import Response, current_app, request
 
-from .state import DEFAULT_API_VERSION, Store, StripeError, new_id
+from .store import DEFAULT_API_VERSION, Store, StripeError, new_id
 
 _KEY = re.compile(r"([^\[\]]+)|\[([^\[\]]*)\]")
 COMMON_PARAMS = {"expand"}
@@ -196,23 +196,3 @@ def _validate(params, allowed, required):
             raise StripeError(400, f"Missing required param: {key}.",
                               code="parameter_missing", param=key)
 
-
-def paginate(items: list[dict], params: dict, url: str) -> dict:
-    """A Stripe list object over ``items`` (already newest first)."""
-    limit = max(1, min(100, int(params.get("limit") or 10)))
-    ids = [obj["id"] for obj in items]
-    if params.get("starting_after"):
-        cursor = params["starting_after"]
-        if cursor not in ids:
-            raise StripeError(400, f"Invalid starting_after id: {cursor}",
-                              param="starting_after")
-        items = items[ids.index(cursor) + 1:]
-    elif params.get("ending_before"):
-        cursor = params["ending_before"]
-        if cursor not in ids:
-            raise StripeError(400, f"Invalid ending_before id: {cursor}", param="ending_before")
-        items = items[:ids.index(cursor)][-limit:]
-        return {"object": "list", "data": items, "has_more": ids.index(cursor) > limit,
-                "url": url}
-    return {"object": "list", "data": items[:limit], "has_more": len(items) > limit,
-            "url": url}

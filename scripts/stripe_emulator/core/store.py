@@ -210,3 +210,17 @@ def diff(before: dict, after: dict) -> dict:
         else:
             out[key] = copy.deepcopy(old)
     return out
+
+
+def merge_metadata(obj: dict, metadata) -> None:
+    """Stripe semantics: ``metadata=""`` clears all keys, ``metadata[k]=""`` removes k."""
+    if metadata in (None, ""):
+        obj["metadata"] = {}
+        return
+    merged = dict(obj["metadata"])
+    for key, value in metadata.items():
+        if value in (None, ""):
+            merged.pop(key, None)
+        else:
+            merged[key] = str(value)
+    obj["metadata"] = merged
