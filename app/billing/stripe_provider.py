@@ -241,7 +241,7 @@ class StripeProvider(SubscriptionProvider):
     def resume_subscription(self, subscription_id, idempotency_key):
         with _provider_call("resume subscription"):
             answer = self._v1.subscriptions.resume(
-                subscription_id, params={"billing_cycle_anchor": "now", "expand": SUBSCRIPTION_EXPAND},
+                subscription_id, params={"billing_cycle_anchor": {"type": "now"}, "expand": SUBSCRIPTION_EXPAND},
                 options={"idempotency_key": idempotency_key})
         return self._now_if_replayed(answer)
 

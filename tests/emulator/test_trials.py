@@ -57,7 +57,7 @@ def test_a_trial_without_a_card_pauses_and_resumes_once_a_card_is_there(stripe_c
     card = stripe_client.v1.setup_intents.confirm(sub.pending_setup_intent.id,
                                                   params={"payment_method": "pm_card_visa"}).payment_method
     assert stripe_client.v1.subscriptions.retrieve(sub.id).status == "paused", "a card alone does not resume it"
-    resumed = stripe_client.v1.subscriptions.resume(sub.id, params={"billing_cycle_anchor": "now",
+    resumed = stripe_client.v1.subscriptions.resume(sub.id, params={"billing_cycle_anchor": {"type": "now"},
                                                                     "expand": ["latest_invoice"]})
     assert resumed.status == "active" and resumed.latest_invoice.amount_paid == 1500
     item = resumed["items"].data[0]

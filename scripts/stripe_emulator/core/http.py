@@ -1,9 +1,10 @@
-"""Request plumbing for the ``/v1`` API: form decoding, auth, faults, idempotency, errors.
+"""The edge of the ``/v1`` API: form decoding, auth, faults, idempotency, validation, errors.
 
 :func:`endpoint` wraps each API view so that it runs the way Stripe processes a request:
 authenticate, apply any injected fault, replay a stored response for a reused
-``Idempotency-Key``, reject unknown parameters, then run the handler under the store lock
-and answer JSON (or a Stripe-shaped error).
+``Idempotency-Key``, check the parameters against the SDK's types for the operation
+(``validation/``), then run the handler under the store lock and answer JSON (or a Stripe-shaped
+error).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from collections.abc import Callable
 
 from flask import Response, current_app, request
 
+from .. import validation
 from .store import DEFAULT_API_VERSION, Store, StripeError, new_id
 
 _KEY = re.compile(r"([^\[\]]+)|\[([^\[\]]*)\]")
-COMMON_PARAMS = {"expand"}
 
 
 def store() -> Store:
@@ -58,10 +59,6 @@ def _listify(node):
     if node and all(k.isdigit() for k in node):
         return [node[k] for k in sorted(node, key=int)]
     return node
-
-
-def to_bool(value) -> bool:
-    return value in (True, "true", "True", "1", 1)
 
 
 def json_response(body, status: int = 200, headers: dict | None = None) -> Response:
@@ -116,8 +113,13 @@ def _fault_error(status: int) -> StripeError:
                        type="api_error")
 
 
-def endpoint(allowed: set[str] | None = None, required: tuple = ()) -> Callable:
-    """Decorate a view ``fn(st, params, **url_args) -> (body, status)`` or ``body``."""
+def endpoint(required: tuple = ()) -> Callable:
+    """Decorate a view ``fn(st, params, **url_args) -> (body, status)`` or ``body``.
+
+    ``params`` are the request's, checked and read as the SDK types them (integers, booleans).
+    ``required`` names parameters the SDK types leave optional but the emulator needs (it does not
+    emulate the alternatives, e.g. ``customer_account`` for ``customer``).
+    """
 
     def decorate(fn):
         @functools.wraps(fn)
@@ -136,7 +138,7 @@ def endpoint(allowed: set[str] | None = None, required: tuple = ()) -> Callable:
                 if request.method == "POST":
                     pairs += list(request.form.items(multi=True))
                 params = parse_params(pairs)
-                return _run(st, fn, api_key, params, allowed, required, kwargs)
+                return _run(st, fn, api_key, params, required, kwargs)
             except StripeError as err:
                 return error_response(err)
 
@@ -145,14 +147,15 @@ def endpoint(allowed: set[str] | None = None, required: tuple = ()) -> Callable:
     return decorate
 
 
-def _run(st, fn, api_key, params, allowed, required, kwargs):
+def _run(st, fn, api_key, params, required, kwargs):
     idem_key = request.headers.get("Idempotency-Key") if request.method != "GET" else None
     fingerprint = json.dumps([request.method, request.path, params], sort_keys=True)
     with st.lock:
         replay = _replay(st, api_key, idem_key, fingerprint) if idem_key else None
         if replay is not None:
             return replay
-        _validate(params, allowed, required)
+        params = validation.check(request.method, request.url_rule.rule, params)
+        _require(params, required)
         st.request_ctx = {"id": request._emulator_request_id, "idempotency_key": idem_key,
                           "api_version": request.headers.get("Stripe-Version")
                           or DEFAULT_API_VERSION}
@@ -185,14 +188,7 @@ def _replay(st, api_key, idem_key, fingerprint):
                           "Original-Request": stored["request_id"]})
 
 
-def _validate(params, allowed, required):
-    if allowed is not None:
-        for key in params:
-            if key not in allowed | COMMON_PARAMS:
-                raise StripeError(400, f"Received unknown parameter: {key}",
-                                  code="parameter_unknown", param=key)
+def _require(params, required):
     for key in required:
         if params.get(key) in (None, ""):
-            raise StripeError(400, f"Missing required param: {key}.",
-                              code="parameter_missing", param=key)
-
+            raise StripeError(400, f"Missing required param: {key}.", code="parameter_missing", param=key)

@@ -13,22 +13,19 @@ bp = Blueprint("stripe_intents", __name__)
 
 
 @bp.post("/v1/setup_intents")
-@endpoint({"customer", "usage", "payment_method_types", "payment_method", "confirm", "metadata",
-           "description", "automatic_payment_methods", "payment_method_options", "return_url",
-           "attach_to_self", "flow_directions", "on_behalf_of", "single_use", "mandate_data"})
+@endpoint()
 def create_setup_intent(st, params):
     return render(st, setup_intents.create(st, params), params.get("expand"))
 
 
 @bp.get("/v1/setup_intents/<seti_id>")
-@endpoint({"client_secret"})
+@endpoint()
 def retrieve_setup_intent(st, params, seti_id):
     return render(st, st.get("setup_intents", seti_id, "intent"), params.get("expand"))
 
 
 @bp.get("/v1/setup_intents")
-@endpoint({"customer", "payment_method", "limit", "starting_after", "ending_before", "created",
-           "attach_to_self"})
+@endpoint()
 def list_setup_intents(st, params):
     intents = newest_first(st.setup_intents.values())
     for key in ("customer", "payment_method"):
@@ -40,23 +37,20 @@ def list_setup_intents(st, params):
 
 
 @bp.post("/v1/setup_intents/<seti_id>/confirm")
-@endpoint({"payment_method", "return_url", "use_stripe_sdk", "mandate_data", "payment_method_options",
-           "payment_method_data", "client_secret"})
+@endpoint()
 def confirm_setup_intent(st, params, seti_id):
     seti = st.get("setup_intents", seti_id, "intent")
     return render(st, setup_intents.confirm(st, seti, params.get("payment_method")), params.get("expand"))
 
 
 @bp.get("/v1/payment_intents/<pi_id>")
-@endpoint({"client_secret"})
+@endpoint()
 def retrieve_payment_intent(st, params, pi_id):
     return render(st, st.get("payment_intents", pi_id), params.get("expand"))
 
 
 @bp.post("/v1/payment_intents/<pi_id>/confirm")
-@endpoint({"payment_method", "return_url", "off_session", "setup_future_usage",
-           "payment_method_options", "receipt_email", "use_stripe_sdk", "mandate_data",
-           "error_on_requires_action", "payment_method_types", "client_secret"})
+@endpoint()
 def confirm_payment_intent(st, params, pi_id):
     pi = st.get("payment_intents", pi_id, "intent")
     payment_intents.confirm_payment_intent(st, pi, params.get("payment_method"))

@@ -45,7 +45,7 @@ def preview(store: Store, params: dict) -> dict:
     charged at once (the prorations); otherwise the next renewal: waiting prorations, then the
     next period at the (new) prices. A subscription that will not renew has no upcoming invoice.
     """
-    sub = store.get("subscriptions", params.get("subscription"), "subscription")
+    sub = _previewed(store, params)
     if params.get("customer") and params["customer"] != sub["customer"]:
         raise StripeError(400, "The subscription does not belong to this customer.", param="subscription")
     details = params.get("subscription_details") or {}
@@ -65,6 +65,18 @@ def preview(store: Store, params: dict) -> dict:
     inv.update(id=f"upcoming_{new_id('in_')}", status="draft", created=store.now(),
                period_start=periods.period_start(sub), period_end=periods.period_end(sub))
     return public(inv)
+
+
+def _previewed(store: Store, params: dict) -> dict:
+    """The subscription a preview is for: ``subscription``, else the ``customer``'s newest live one."""
+    if params.get("subscription") or not params.get("customer"):
+        return store.get("subscriptions", params.get("subscription"), "subscription")
+    live = [sub for sub in store.subscriptions.values()
+            if sub["customer"] == params["customer"] and sub["status"] not in ("canceled", "incomplete_expired")]
+    if not live:
+        raise StripeError(404, "No upcoming invoices for customer: " + params["customer"],
+                          code="invoice_upcoming_none")
+    return max(live, key=lambda sub: sub["created"])
 
 
 def _next_period_lines(sub: dict, planned: list) -> list[dict]:

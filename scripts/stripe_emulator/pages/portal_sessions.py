@@ -11,8 +11,7 @@ bp = Blueprint("stripe_portal_sessions", __name__)
 
 
 @bp.post("/v1/billing_portal/sessions")
-@endpoint({"customer", "return_url", "configuration", "locale", "on_behalf_of",
-           "flow_data"}, required=("customer",))
+@endpoint(required=("customer",))
 def create_portal_session(st, params):
     cus = st.get("customers", params["customer"], "customer")
     session_id = new_id("bps_")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint
 
 from ..core.expand import render
-from ..core.http import endpoint, to_bool
+from ..core.http import endpoint
 from ..core.lists import newest_first, paginate, strip_data
 from ..core.store import StripeError
 from . import models
@@ -14,7 +14,7 @@ bp = Blueprint("stripe_products", __name__)
 
 
 @bp.post("/v1/products")
-@endpoint({"name", "id", "description", "metadata", "active"}, required=("name",))
+@endpoint()
 def create_product(st, params):
     return render(st, models.add_product(st, params), params.get("expand"))
 
@@ -26,9 +26,7 @@ def retrieve_product(st, params, prod_id):
 
 
 @bp.post("/v1/prices")
-@endpoint({"product", "product_data", "unit_amount", "currency", "recurring", "lookup_key",
-           "metadata", "nickname", "active", "transfer_lookup_key"},
-          required=("currency", "unit_amount"))
+@endpoint(required=("unit_amount",))
 def create_price(st, params):
     if params.get("product"):
         product_id = st.get("products", params["product"], "product")["id"]
@@ -40,7 +38,7 @@ def create_price(st, params):
     if params.get("lookup_key"):
         for other in st.prices.values():
             if other["lookup_key"] == params["lookup_key"]:
-                if not to_bool(params.get("transfer_lookup_key")):
+                if not bool(params.get("transfer_lookup_key")):
                     raise StripeError(400, f"A price (`{other['id']}`) already uses that "
                                       "lookup key.", param="lookup_key")
                 other["lookup_key"] = None
@@ -57,8 +55,7 @@ def retrieve_price(st, params, price_id):
 
 
 @bp.get("/v1/prices")
-@endpoint({"active", "currency", "product", "lookup_keys", "type", "limit",
-           "starting_after", "ending_before", "recurring"})
+@endpoint()
 def list_prices(st, params):
     prices = newest_first(st.prices.values())
     if params.get("product"):
@@ -66,7 +63,7 @@ def list_prices(st, params):
     if params.get("lookup_keys"):
         prices = [p for p in prices if p["lookup_key"] in params["lookup_keys"]]
     if "active" in params:
-        prices = [p for p in prices if p["active"] == to_bool(params["active"])]
+        prices = [p for p in prices if p["active"] == bool(params["active"])]
     if params.get("type"):
         prices = [p for p in prices if p["type"] == params["type"]]
     page = paginate(prices, params, "/v1/prices")

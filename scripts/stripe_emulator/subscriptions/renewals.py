@@ -105,9 +105,10 @@ def resume(store: Store, sub: dict, params: dict) -> dict:
     """``POST /v1/subscriptions/{id}/resume``: a new period from now, invoiced and charged at once."""
     if sub["status"] != "paused":
         raise StripeError(400, f"Only a paused subscription can be resumed; this one is {sub['status']}.")
-    if params.get("billing_cycle_anchor") not in (None, "now"):
-        raise StripeError(400, "The emulator resumes with billing_cycle_anchor=now only.",
-                          param="billing_cycle_anchor")
+    # At 2026-10-28.endive the anchor is an object, ``{"type": "now"}`` (the default) or ``unchanged``.
+    if (params.get("billing_cycle_anchor") or {"type": "now"})["type"] != "now":
+        raise StripeError(400, "The emulator resumes with billing_cycle_anchor[type]=now only.",
+                          param="billing_cycle_anchor[type]")
     before = public(sub)
     now = store.now()
     rec = sub["items"]["data"][0]["price"]["recurring"]

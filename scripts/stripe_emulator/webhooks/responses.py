@@ -4,22 +4,16 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from ..core.http import endpoint, to_bool
+from ..core.http import endpoint
 from ..core.lists import newest_first, paginate
 from ..core.store import merge_metadata, public
 from . import models
 
 bp = Blueprint("stripe_webhooks", __name__)
 
-WE_PARAMS = {"url", "enabled_events", "description", "metadata", "api_version", "connect",
-             "disabled"}
-
-
 @bp.post("/v1/webhook_endpoints")
-@endpoint(WE_PARAMS - {"disabled"}, required=("url", "enabled_events"))
+@endpoint()
 def create_webhook_endpoint(st, params):
-    if isinstance(params["enabled_events"], str):
-        params["enabled_events"] = [params["enabled_events"]]
     we = models.webhook_endpoint(st, params)
     st.webhook_endpoints[we["id"]] = we
     return models.render_endpoint(we, with_secret=True)
@@ -32,16 +26,15 @@ def retrieve_webhook_endpoint(st, params, we_id):
 
 
 @bp.post("/v1/webhook_endpoints/<we_id>")
-@endpoint(WE_PARAMS - {"api_version", "connect"})
+@endpoint()
 def update_webhook_endpoint(st, params, we_id):
     we = st.get("webhook_endpoints", we_id)
     if "url" in params:
         we["url"] = params["url"]
     if "enabled_events" in params:
-        events = params["enabled_events"]
-        we["enabled_events"] = [events] if isinstance(events, str) else list(events)
+        we["enabled_events"] = list(params["enabled_events"])
     if "disabled" in params:
-        we["status"] = "disabled" if to_bool(params["disabled"]) else "enabled"
+        we["status"] = "disabled" if bool(params["disabled"]) else "enabled"
     if "description" in params:
         we["description"] = params["description"] or None
     if "metadata" in params:
@@ -50,7 +43,7 @@ def update_webhook_endpoint(st, params, we_id):
 
 
 @bp.delete("/v1/webhook_endpoints/<we_id>")
-@endpoint(set())
+@endpoint()
 def delete_webhook_endpoint(st, params, we_id):
     st.get("webhook_endpoints", we_id)
     del st.webhook_endpoints[we_id]
@@ -58,7 +51,7 @@ def delete_webhook_endpoint(st, params, we_id):
 
 
 @bp.get("/v1/webhook_endpoints")
-@endpoint({"limit", "starting_after", "ending_before"})
+@endpoint()
 def list_webhook_endpoints(st, params):
     page = paginate(newest_first(st.webhook_endpoints.values()), params,
                     "/v1/webhook_endpoints")
@@ -73,8 +66,7 @@ def retrieve_event(st, params, evt_id):
 
 
 @bp.get("/v1/events")
-@endpoint({"type", "types", "limit", "starting_after", "ending_before", "created",
-           "delivery_success"})
+@endpoint()
 def list_events(st, params):
     events = sorted(st.events.values(), key=lambda e: e["_seq"], reverse=True)
     types = params.get("types") or ([params["type"]] if params.get("type") else None)
