@@ -21,7 +21,7 @@ from flask import Flask, request
 from .store import Store
 
 # Rebuilt by every start: the locks, the delivery worker's listeners, the API request being handled.
-PROCESS_BOUND = frozenset({"lock", "changed", "event_listeners", "request_ctx"})
+PROCESS_BOUND = frozenset({"lock", "changed", "event_listeners", "request_ctx", "active_clock"})
 
 _TAG = "__emulator_type__"
 _DECODERS = {"Counter": lambda items: Counter(dict(items)), "dict": dict, "set": set, "tuple": tuple}
@@ -85,6 +85,7 @@ def load(store: Store, path: Path) -> bool:
     state = {name: _decode(value) for name, value in saved.items()}
     with store.lock:
         vars(store).update(state)
+        store.changed.notify_all()  # the delivery worker retries the pending deliveries it read
     return True
 
 

@@ -9,6 +9,7 @@ condition variable to wake up when new events are queued.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import secrets
 import string
@@ -34,6 +35,7 @@ PREFIX_COLLECTION = {
     "prod_": "products",
     "price_": "prices",
     "bps_": "portal_sessions",
+    "clock_": "test_clocks",
 }
 
 COLLECTION_NAMES = {
@@ -48,6 +50,7 @@ COLLECTION_NAMES = {
     "products": "product",
     "prices": "price",
     "portal_sessions": "billing portal session",
+    "test_clocks": "test clock",
 }
 
 
@@ -104,14 +107,21 @@ class Store:
             self.products: dict[str, dict] = {}
             self.prices: dict[str, dict] = {}
             self.portal_sessions: dict[str, dict] = {}
+            self.test_clocks: dict[str, dict] = {}
+            # One fingerprint per test card in this account, as Stripe gives one per card number.
+            self.card_fingerprints: dict[str, str] = {}
             self.idempotency: dict[tuple[str, str], dict] = {}
             self.faults: list[dict] = []
+            # Webhook deliveries waiting for a first attempt or a retry (``webhooks/delivery.py``).
+            self.webhook_queue: list[dict] = []
             self.fail_next_renewal: set[str] = set()
             # API requests served, by "METHOD /v1/<resource>": what a client cost the provider.
             self.api_requests: Counter[str] = Counter()
             # Context of the API request being handled, copied into each event's ``request``.
             self.request_ctx: dict = {"id": None, "idempotency_key": None,
                                       "api_version": DEFAULT_API_VERSION}
+            # The test clock whose time ``now()`` tells while its customers' objects change (``on_clock``).
+            self.active_clock: str | None = None
             # Listeners called with each new event (the delivery worker registers one).
             # Kept across resets because the worker outlives them.
             if not hasattr(self, "event_listeners"):
@@ -122,8 +132,26 @@ class Store:
 
     # -- clock ---------------------------------------------------------------
     def now(self) -> int:
-        """Emulator time: real time plus whatever ``/_emulator/clock/advance`` added."""
-        return int(time.time() + self.clock_offset)
+        """The time objects change at: the active test clock's frozen time, else the emulator's clock
+        (real time plus whatever ``/_emulator/clock/advance`` added)."""
+        clock = self.test_clocks.get(self.active_clock or "")
+        return clock["frozen_time"] if clock else int(time.time() + self.clock_offset)
+
+    @contextlib.contextmanager
+    def on_clock(self, clock_id: str | None):
+        """Within the block, ``now()`` is ``clock_id``'s frozen time (``None``: the emulator's clock)."""
+        outer, self.active_clock = self.active_clock, clock_id
+        try:
+            yield
+        finally:
+            self.active_clock = outer
+
+    def clock_of(self, obj_id) -> str | None:
+        """The test clock of the customer ``obj_id`` is or belongs to (a subscription, invoice, intent...)."""
+        obj = self.lookup(obj_id) if isinstance(obj_id, str) else None
+        if obj is not None and obj.get("object") != "customer":
+            obj = self.customers.get(obj.get("customer") or "")
+        return (obj or {}).get("test_clock")
 
     # -- objects -------------------------------------------------------------
     def collection_for(self, obj_id: str) -> str | None:

@@ -2,9 +2,12 @@
 
 Every event is queued once per matching enabled endpoint, in creation order. The worker
 sends the first due item; a non-2xx answer or a connection error schedules a retry after
-the next delay of :data:`RETRY_SCHEDULE` (later items are not held up by it, as on Stripe)
-until :data:`MAX_ATTEMPTS` is reached. Tests can pause the worker and ``flush`` the queue
-synchronously instead, and can ask for the next events to be reordered or duplicated.
+the next delay of Stripe's schedule, :data:`STRIPE_RETRY_SCHEDULE` (exponential backoff over three
+days, https://docs.stripe.com/webhooks#retries), compressed by :func:`retry_scale` (later items
+are not held up by it, as on Stripe) until every retry is spent. The queue is part of the store,
+so the state file keeps pending deliveries across a restart. Tests can pause the worker and
+``flush`` the queue synchronously instead, and can ask for the next events to be reordered or
+duplicated.
 
 The HTTP send happens outside the store lock (the receiver may call the API back), but
 under ``send_lock`` so that the worker and ``flush`` never send the same item twice.
@@ -14,18 +17,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import itertools
 import json
+import os
 import threading
 import time
 import urllib.error
 import urllib.request
 
-from ..core.store import Store, public
+from ..core.store import Store, new_id, public
 
-# Delay before attempt 2, 3, ... (seconds). Stripe's own schedule is hours; tests need speed.
-RETRY_SCHEDULE = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
-MAX_ATTEMPTS = len(RETRY_SCHEDULE) + 1
+# Delay before attempt 2, 3, ... in Stripe's seconds: from a minute to a day apart, three days in all.
+STRIPE_RETRY_SCHEDULE = (60, 300, 1800, 3600, 7200, 14400, 28800, 57600, 86400, 57600)
+MAX_ATTEMPTS = len(STRIPE_RETRY_SCHEDULE) + 1
+# Real seconds per Stripe second of the schedule, unless ``STRIPE_EMULATOR_RETRY_SCALE`` says otherwise:
+# the first retry after 0.2 s, the last within 15 minutes, so that a test or ``make run`` sees retries.
+DEFAULT_RETRY_SCALE = 1 / 300
 SEND_TIMEOUT_SECONDS = 5.0
 LOG_LIMIT = 1000
 
@@ -38,19 +44,32 @@ def signature_header(payload: str, secret: str, timestamp: int | None = None) ->
     return f"t={ts},v1={mac}"
 
 
+def retry_scale() -> float:
+    """``STRIPE_EMULATOR_RETRY_SCALE`` (1 = Stripe's own three days), else :data:`DEFAULT_RETRY_SCALE`."""
+    return float(os.environ.get("STRIPE_EMULATOR_RETRY_SCALE") or DEFAULT_RETRY_SCALE)
+
+
+def retry_delay(attempts: int) -> float:
+    """Real seconds before the attempt after ``attempts`` failed ones."""
+    return round(STRIPE_RETRY_SCHEDULE[attempts - 1] * retry_scale(), 3)
+
+
 class Delivery:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.send_lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.stopping = False
-        self._ids = itertools.count(1)
         self.on_reset()
         store.event_listeners.append(self)
 
     # -- called by the store, under its lock -----------------------------------
+    @property
+    def queue(self) -> list[dict]:
+        """Pending deliveries, in the store (``Store.webhook_queue``) so that the state file keeps them."""
+        return self.store.webhook_queue
+
     def on_reset(self) -> None:
-        self.queue: list[dict] = []
         self.log: list[dict] = []
         self.held: list[list[dict]] = []  # per-event batches waiting to be reversed
         self.paused = False
@@ -77,9 +96,9 @@ class Delivery:
         self.store.changed.notify_all()
 
     def _item(self, event: dict, we: dict) -> dict:
-        return {"id": next(self._ids), "event": event["id"], "type": event["type"],
-                "endpoint": we["id"], "url": we["url"], "attempts": 0,
-                "next_at": time.monotonic()}
+        # ``next_at`` is wall-clock time, which means the same after a restart.
+        return {"id": new_id("dlv_"), "event": event["id"], "type": event["type"],
+                "endpoint": we["id"], "url": we["url"], "attempts": 0, "next_at": time.time()}
 
     def _release_held(self) -> None:
         for batch in reversed(self.held):
@@ -101,7 +120,7 @@ class Delivery:
             self.duplicate_left = count
 
     def snapshot(self) -> dict:
-        now = time.monotonic()
+        now = time.time()
         with self.store.lock:
             return {
                 "paused": self.paused, "reorder_pending": self.reorder_left,
@@ -148,7 +167,7 @@ class Delivery:
     def _next_due(self) -> tuple[dict | None, float | None]:
         if self.paused or not self.queue:
             return None, None
-        now = time.monotonic()
+        now = time.time()
         for item in self.queue:
             if item["next_at"] <= now:
                 return item, None
@@ -208,8 +227,8 @@ class Delivery:
                     event["pending_webhooks"] -= 1
                 entry["final"] = "delivered" if ok else "gave_up"
             else:
-                item["next_at"] = time.monotonic() + RETRY_SCHEDULE[item["attempts"] - 1]
-                entry["retry_in"] = RETRY_SCHEDULE[item["attempts"] - 1]
+                entry["retry_in"] = retry_delay(item["attempts"])
+                item["next_at"] = time.time() + entry["retry_in"]
             self.log.append(entry)
             del self.log[:-LOG_LIMIT]
             return entry
