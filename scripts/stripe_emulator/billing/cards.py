@@ -24,6 +24,9 @@ TEST_CARDS = {
 }
 
 
+# Stripe's test tokens, ``card[token]`` of ``POST /v1/payment_methods`` -> the test id they act as.
+TEST_CARD_TOKENS = {"tok_" + test_id.removeprefix("pm_card_"): test_id for test_id in TEST_CARDS}
+
 # Card numbers ``POST /v1/payment_methods`` accepts (Stripe's test numbers) -> the test id they act as.
 TEST_CARD_NUMBERS = {
     "4242424242424242": "pm_card_visa",
@@ -70,3 +73,8 @@ def paying_method(store: Store, sub: dict) -> dict | None:
     pm_id = sub["default_payment_method"] or \
         (cus.get("invoice_settings") or {}).get("default_payment_method")
     return store.payment_methods.get(pm_id or "")
+
+
+def fingerprint(store: Store, test_id: str) -> str:
+    """The card's fingerprint in this account: one per card, whichever test id, number or token named it."""
+    return store.card_fingerprints.setdefault(test_id, new_id("", 16))

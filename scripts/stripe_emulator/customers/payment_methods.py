@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from ..billing import cards
 from ..billing.cards import TEST_CARDS
 from ..core.store import Store, StripeError, new_id, public
 
@@ -20,7 +21,7 @@ def payment_method(store: Store, test_id: str, exp_month: int = 12, exp_year: in
                                                     "address_postal_code_check": None,
                                                     "cvc_check": None},
                  "country": "US", "display_brand": card["brand"], "exp_month": exp_month,
-                 "exp_year": year, "fingerprint": new_id("", 16), "funding": "credit",
+                 "exp_year": year, "fingerprint": cards.fingerprint(store, test_id), "funding": "credit",
                  "generated_from": None, "last4": card["last4"],
                  "networks": {"available": [card["brand"]], "preferred": None},
                  "regulated_status": "unregulated",

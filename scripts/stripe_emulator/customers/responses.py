@@ -16,6 +16,8 @@ bp = Blueprint("stripe_customers", __name__)
 @bp.post("/v1/customers")
 @endpoint()
 def create_customer(st, params):
+    if params.get("test_clock"):
+        st.get("test_clocks", params["test_clock"], "test_clock")
     cus = models.customer(st, params)
     st.customers[cus["id"]] = cus
     settings = dict(params.get("invoice_settings") or {})
@@ -117,12 +119,17 @@ def _card_field(card: dict, key: str, low: int, high: int) -> int:
 @endpoint(required=("type", "card"))
 def create_payment_method(st, params):
     """A card PaymentMethod from a Stripe test number and the expiry asked for (raw card data)."""
-    card = params["card"] if isinstance(params["card"], dict) else {}
-    if params["type"] != "card" or card.get("number") not in cards.TEST_CARD_NUMBERS:
+    card = params["card"]
+    if "token" in card:
+        if card["token"] not in cards.TEST_CARD_TOKENS:
+            raise StripeError(400, f"No such token: '{card['token']}'", code="resource_missing", param="card[token]")
+        pm = payment_methods.payment_method(st, cards.TEST_CARD_TOKENS[card["token"]])
+    elif params["type"] != "card" or card.get("number") not in cards.TEST_CARD_NUMBERS:
         raise StripeError(402, "Your card number is incorrect.", type="card_error",
                           code="incorrect_number", param="card[number]")
-    pm = payment_methods.payment_method(st, cards.TEST_CARD_NUMBERS[card["number"]],
-                                exp_month=_card_field(card, "exp_month", 1, 12),
-                                exp_year=_card_field(card, "exp_year", 2000, 2100))
+    else:
+        pm = payment_methods.payment_method(st, cards.TEST_CARD_NUMBERS[card["number"]],
+                                            exp_month=_card_field(card, "exp_month", 1, 12),
+                                            exp_year=_card_field(card, "exp_year", 2000, 2100))
     st.payment_methods[pm["id"]] = pm
     return render(st, pm, params.get("expand"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..core.store import Store, new_id
+from ..core.store import Store, StripeError, new_id
 
 
 def product(store: Store, params: dict) -> dict:
@@ -26,7 +26,7 @@ def price(store: Store, params: dict, product_id: str) -> dict:
                "interval_count": int(recurring.get("interval_count") or 1),
                "meter": None, "trial_period_days": None, "usage_type": "licensed"}
     return {
-        "id": new_id("price_"), "object": "price", "active": True, "billing_scheme": "per_unit",
+        "id": new_id("price_"), "object": "price", "active": params.get("active", True), "billing_scheme": "per_unit",
         "created": store.now(), "currency": params["currency"].lower(),
         "custom_unit_amount": None, "livemode": False, "lookup_key": params.get("lookup_key"),
         "metadata": dict(params.get("metadata") or {}), "nickname": params.get("nickname"),
@@ -56,3 +56,18 @@ def add_product(st, params):
     st.products[prod["id"]] = prod
     st.emit("product.created", prod)
     return prod
+
+
+def subscribable(store: Store, price_id, param: str, currency: str | None = None) -> dict:
+    """The price ``price_id`` for a subscription item, refused as Stripe refuses it: missing, inactive,
+    one-time, or in another currency than the subscription's ``currency``."""
+    found = store.get("prices", price_id, param)
+    if not found["active"]:
+        raise StripeError(400, "The price specified is inactive. This field only accepts active prices.", param=param)
+    if not found["recurring"]:
+        raise StripeError(400, "The price specified is set to `type=one_time` but this field only accepts prices "
+                          "with `type=recurring`.", param=param)
+    if currency is not None and found["currency"] != currency:
+        raise StripeError(400, f"The price specified only supports `{found['currency']}`. This doesn't match the "
+                          f"expected currency: `{currency}`.", param=param)
+    return found

@@ -10,6 +10,7 @@ from ..billing import cards, invoicing, periods
 from ..core.store import Store, StripeError, merge_metadata, public
 from ..customers import payment_methods
 from ..customers.models import live_customer
+from ..products.models import subscribable
 from . import objects, prorations, trials
 
 
@@ -19,12 +20,9 @@ def _item_prices(store: Store, entries: list) -> list[tuple[dict, int]]:
                           param="items")
     prices = []
     for i, entry in enumerate(entries):
-        p = store.get("prices", entry.get("price"), f"items[{i}][price]")
-        if not p["recurring"]:
-            raise StripeError(400, "The price specified is set to `type=one_time` but this "
-                              "field only accepts prices with `type=recurring`.",
-                              param=f"items[{i}][price]")
-        prices.append((p, int(entry.get("quantity") or 1)))
+        currency = prices[0][0]["currency"] if prices else None
+        prices.append((subscribable(store, entry.get("price"), f"items[{i}][price]", currency),
+                       int(entry.get("quantity") or 1)))
     return prices
 
 
@@ -161,7 +159,7 @@ def _add_or_remove_item(store: Store, sub: dict, entry: dict, i: int) -> None:
         if entry.get("deleted") in (True, "true"):
             sub["items"]["data"].remove(item)
         return
-    p = store.get("prices", entry.get("price"), f"items[{i}][price]")
+    p = subscribable(store, entry.get("price"), f"items[{i}][price]", sub["currency"])
     sub["items"]["data"].append(objects.subscription_item(
         store, sub["id"], p, int(entry.get("quantity") or 1),
         periods.period_start(sub), periods.period_end(sub)))

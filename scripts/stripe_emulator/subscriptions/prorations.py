@@ -16,6 +16,7 @@ import datetime as dt
 from ..billing import cards, invoicing, periods
 from ..billing.objects import invoice_line
 from ..core.store import Store, StripeError
+from ..products.models import subscribable
 from . import pending
 from .objects import find_item
 
@@ -41,7 +42,7 @@ def planned_changes(store: Store, sub: dict, entries: list) -> list[tuple[dict, 
         if not entry.get("id") or entry.get("deleted") in (True, "true"):
             continue
         item = find_item(sub, entry["id"], f"items[{i}][id]")
-        price = store.get("prices", entry["price"], f"items[{i}][price]") if entry.get("price") \
+        price = subscribable(store, entry["price"], f"items[{i}][price]", sub["currency"]) if entry.get("price") \
             else item["price"]
         quantity = int(entry["quantity"]) if entry.get("quantity") not in (None, "") else item["quantity"]
         if quantity < 1:
@@ -79,6 +80,8 @@ def _unused_line(sub: dict, item: dict, when: int) -> dict:
 
 def proration_lines(sub: dict, planned: list, when: int) -> list[dict]:
     """A credit for the unused time of each changed item and a charge for the rest at its new terms."""
+    if sub["status"] == "trialing":
+        return []  # a trial's period costs nothing, so Stripe has no unused time to credit nor rest to charge
     end, share = periods.period_end(sub), _share_left(sub, when)
     lines = []
     for item, price, quantity in planned:
@@ -155,7 +158,7 @@ def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool)
     """``DELETE /v1/subscriptions/{id}``'s ``prorate`` (credit the unused time) and ``invoice_now``
     (invoice what is pending now; a credit larger than the charges goes to the customer's balance)."""
     lines, now = take_prorations(sub), store.now()
-    if prorate:
+    if prorate and sub["status"] != "trialing":  # a trial's unused time cost nothing
         lines += [_unused_line(sub, item, now) for item in sub["items"]["data"]]
     if not invoice_now or not lines:
         sub["_pending_prorations"] = lines
