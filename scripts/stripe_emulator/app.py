@@ -17,10 +17,11 @@ from .invoices import responses as invoices
 from .pages import hosted_invoice, portal, portal_sessions
 from .products import responses as products
 from .subscriptions import responses as subscriptions
+from .test_clocks import responses as test_clocks
 from .webhooks import responses as webhooks
 from .webhooks.delivery import Delivery
 
-BLUEPRINTS = (products.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp, webhooks.bp,
+BLUEPRINTS = (products.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp, webhooks.bp, test_clocks.bp,
               portal_sessions.bp, portal.bp, hosted_invoice.bp, control.bp)
 
 

@@ -69,6 +69,26 @@ def rewind():
         return jsonify({"now": st.now(), "offset_seconds": st.clock_offset})
 
 
+@bp.post("/customers/<customer_id>/test_clock")
+def put_on_test_clock(customer_id):
+    """Move an existing customer, with its subscriptions and invoices, onto a test clock.
+
+    Stripe sets a customer's clock only when it creates it; ``make demo`` uses this for the customer the
+    service created, so that advancing the demo's clock moves nobody else's subscriptions.
+    """
+    clock_id = _body().get("test_clock")
+    st = store()
+    with st.lock:
+        customer = st.customers.get(customer_id)
+        if customer is None or clock_id not in st.test_clocks:
+            return _bad(f"no such customer {customer_id!r} or test clock {clock_id!r}", 404)
+        customer["test_clock"] = clock_id
+        for obj in (*st.subscriptions.values(), *st.invoices.values()):
+            if obj["customer"] == customer_id:
+                obj["test_clock"] = clock_id
+        return jsonify(public(customer))
+
+
 @bp.post("/fail_next_renewal")
 def fail_next_renewal():
     sub_id = _body().get("subscription")

@@ -160,7 +160,8 @@ def _run(st, fn, api_key, params, required, kwargs):
                           "api_version": request.headers.get("Stripe-Version")
                           or DEFAULT_API_VERSION}
         try:
-            result = fn(st, params, **kwargs)
+            with st.on_clock(_clock(st, params, kwargs)):
+                result = fn(st, params, **kwargs)
             body, status = result if isinstance(result, tuple) else (result, 200)
         except StripeError as err:
             body, status = err.response_body(), err.status
@@ -192,3 +193,13 @@ def _require(params, required):
     for key in required:
         if params.get(key) in (None, ""):
             raise StripeError(400, f"Missing required param: {key}.", code="parameter_missing", param=key)
+
+
+def _clock(st, params, url_args) -> str | None:
+    """The test clock whose time the request's objects live in: its customer's (``test_clock`` on create)."""
+    if isinstance(params.get("test_clock"), str) and params["test_clock"] in st.test_clocks:
+        return params["test_clock"]
+    for obj_id in (*url_args.values(), params.get("customer"), params.get("subscription")):
+        if clock := st.clock_of(obj_id):
+            return clock
+    return None

@@ -16,7 +16,8 @@ def customer(store: Store, params: dict) -> dict:
                              "footer": None, "rendering_options": None},
         "livemode": False, "metadata": dict(params.get("metadata") or {}),
         "name": params.get("name"), "next_invoice_sequence": 1, "phone": params.get("phone"),
-        "preferred_locales": [], "shipping": None, "tax_exempt": "none", "test_clock": None,
+        "preferred_locales": [], "shipping": None, "tax_exempt": "none",
+        "test_clock": params.get("test_clock"),
     }
 
 

@@ -82,7 +82,7 @@ def page(session_id):
 @bp.post("/portal/<session_id>/subscriptions/<sub_id>/<action>")
 def act(session_id, sub_id, action):
     st = store()
-    with st.lock:
+    with st.lock, st.on_clock(st.clock_of(sub_id)):  # a test clock's customer acts in its time
         session = _session(session_id)
         sub = st.subscriptions.get(sub_id)
         if sub is None or sub["customer"] != session["customer"]:

@@ -43,7 +43,7 @@ def subscription(store: Store, customer_id: str, params: dict, now: int) -> dict
                                  settings.get("save_default_payment_method", "off")},
         "pending_invoice_item_interval": None, "pending_setup_intent": None,
         "pending_update": None, "schedule": None, "start_date": now, "status": "incomplete",
-        "test_clock": None, "transfer_data": None, "trial_end": None,
+        "test_clock": store.clock_of(customer_id), "transfer_data": None, "trial_end": None,
         "trial_settings": {"end_behavior": {"missing_payment_method": "create_invoice"}},
         "trial_start": None, "billing_schedules": [], "managed_payments": None,
     }
