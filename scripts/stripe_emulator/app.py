@@ -54,6 +54,13 @@ def create_app(start_worker: bool = True) -> Flask:
         return json_response(StripeError(
             405, "Unrecognized request URL (method not allowed).").response_body(), 405)
 
+    @app.errorhandler(500)
+    def emulator_fault(_err):
+        # A bug of the emulator's, never the client's input (validation answers that with a 400):
+        # still Stripe's shape, so the SDK raises its APIError rather than failing to parse HTML.
+        return json_response(StripeError(500, "An unknown error occurred in the emulator.",
+                                         type="api_error").response_body(), 500)
+
     @app.before_request
     def count_api_request():
         if request.path.startswith("/v1/"):

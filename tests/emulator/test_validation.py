@@ -238,3 +238,19 @@ def test_no_client_input_gets_a_500(emulator, route, pairs):
     assert status < 500, raw
     if status >= 400:
         assert json.loads(raw)["error"]["type"] in ("invalid_request_error", "card_error")
+
+
+def test_a_named_cancel_at_is_the_period_end(stripe_client, ids):
+    sub = stripe_client.v1.subscriptions.update(ids["subscription"], params={"cancel_at": "min_period_end"})
+    assert sub.cancel_at == sub["items"].data[0].current_period_end
+
+
+def test_an_emulator_fault_is_still_stripes_error_shape():
+    app = create_app(start_worker=False)
+
+    @app.get("/v1/broken")
+    def broken():
+        raise RuntimeError("a bug")
+
+    answer = app.test_client().get("/v1/broken")
+    assert answer.status_code == 500 and answer.json["error"]["type"] == "api_error"

@@ -135,7 +135,9 @@ def _apply_cancellation(store: Store, sub: dict, params: dict) -> None:
         if params["cancel_at"] in (None, ""):
             schedule_cancel(store, sub, False)
         else:
-            sub.update(cancel_at=int(params["cancel_at"]), cancel_at_period_end=False,
+            # ``min_period_end`` / ``max_period_end`` / ``max_billed_until``: the items share one period here.
+            when = params["cancel_at"] if isinstance(params["cancel_at"], int) else periods.period_end(sub)
+            sub.update(cancel_at=when, cancel_at_period_end=False,
                        canceled_at=store.now())
             sub["cancellation_details"]["reason"] = "cancellation_requested"
 
