@@ -8,17 +8,21 @@ is accepted (the endive resume anchor, ``""`` to unset, booleans and integers as
 from __future__ import annotations
 
 import json
+import types
+import typing
 import urllib.error
 import urllib.parse
 import urllib.request
 
 import pytest
 import stripe
+import typing_extensions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scripts.stripe_emulator.app import create_app
 from scripts.stripe_emulator.validation.operations import params_type
+from scripts.stripe_emulator.validation.types import strict_typeddict
 from tests.depth import budget
 
 
@@ -254,3 +258,60 @@ def test_an_emulator_fault_is_still_stripes_error_shape():
 
     answer = app.test_client().get("/v1/broken")
     assert answer.status_code == 500 and answer.json["error"]["type"] == "api_error"
+
+
+def _allowed(hint, depth=0):
+    """Values of the strict SDK type ``hint``: what a client may send (hashes nested at most three deep)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:  # the emulator's integers and booleans
+        return st.booleans() if args[0] is bool else st.integers(0, 10**9)
+    if origin is typing.Literal:
+        return st.sampled_from(args)
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of([_allowed(arg, depth) for arg in args])
+    if origin is list:
+        return st.lists(_allowed(args[0], depth + 1), max_size=2)
+    if origin is dict:
+        return st.dictionaries(st.sampled_from(["a", "b"]), _allowed(args[1], depth + 1), max_size=2)
+    if typing_extensions.is_typeddict(hint):
+        fields = typing.get_type_hints(hint, include_extras=True)
+        required = {key: _allowed(_bare(fields[key]), depth + 1) for key in hint.__required_keys__}
+        optional = {key: _allowed(_bare(value), depth + 1) for key, value in fields.items()
+                    if key not in hint.__required_keys__} if depth < 3 else {}
+        return st.fixed_dictionaries(required, optional=optional)
+    return st.sampled_from(["", "x", "usd", "now", "12.5"])
+
+
+def _bare(hint):
+    while typing.get_origin(hint) in (typing_extensions.NotRequired, typing_extensions.Required):
+        hint = typing.get_args(hint)[0]
+    return hint
+
+
+# The service's operations, with the path of an object each acts on.
+SDK_ROUTES = [("post", "/v1/subscriptions", "/v1/subscriptions"),
+              ("post", "/v1/subscriptions/<x>", "/v1/subscriptions/{subscription}"),
+              ("delete", "/v1/subscriptions/<x>", "/v1/subscriptions/{subscription}"),
+              ("post", "/v1/subscriptions/<x>/resume", "/v1/subscriptions/{subscription}/resume"),
+              ("get", "/v1/subscriptions", "/v1/subscriptions"), ("post", "/v1/customers", "/v1/customers"),
+              ("post", "/v1/customers/<x>", "/v1/customers/{customer}"),
+              ("post", "/v1/setup_intents", "/v1/setup_intents"),
+              ("post", "/v1/invoices/create_preview", "/v1/invoices/create_preview"),
+              ("get", "/v1/invoices", "/v1/invoices"), ("post", "/v1/invoices/<x>/pay", "/v1/invoices/{invoice}/pay"),
+              ("post", "/v1/billing_portal/sessions", "/v1/billing_portal/sessions"),
+              ("get", "/v1/webhook_endpoints", "/v1/webhook_endpoints")]
+
+
+@settings(max_examples=budget(40, 400), deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_whatever_the_sdk_types_allow_never_gets_a_500(stripe_client, ids, data):
+    method, rule, path = data.draw(st.sampled_from(SDK_ROUTES))
+    params = data.draw(_allowed(strict_typeddict(params_type(method.upper(), rule))))
+    if "customer" in params:
+        params["customer"] = ids["customer"]
+    try:
+        stripe_client.raw_request(method, path.format(**ids), **params)
+    except stripe.APIError as fault:  # a 5xx; a 4xx is Stripe's refusal of a value the emulator cannot act on
+        raise AssertionError(f"{method} {path}: {params}") from fault
+    except stripe.StripeError:
+        pass
