@@ -57,8 +57,8 @@ def advance():
 def rewind():
     """Set the clock back to an earlier offset (default 0, real time); nothing that happened is undone.
 
-    For a script that moved the clock and must leave it as it found it (``make demo``). Moving
-    forward is ``/clock/advance``'s job, since it runs whatever falls due on the way.
+    For a test or script that moved the clock and must leave it as it found it. Moving forward is
+    ``/clock/advance``'s job, since it runs whatever falls due on the way.
     """
     offset = _body().get("offset_seconds", 0)
     st = store()
