@@ -43,6 +43,7 @@ class Demo:
         self.stripe = stripe.StripeClient(API_KEY, base_addresses={"api": self.emulator})
         self.http = requests.Session()
         self.step_number = 0
+        self.clock = None
 
     def step(self, text):
         self.step_number += 1
@@ -72,15 +73,26 @@ class Demo:
         return [n["kind"] for n in self.notifications()]
 
     def advance_to(self, timestamp):
-        """Move the emulator's clock to just past ``timestamp`` (Unix seconds): what falls due happens."""
-        now = requests.get(f"{self.emulator}/_emulator/clock", timeout=30).json()["now"]
-        requests.post(f"{self.emulator}/_emulator/clock/advance", json={"seconds": timestamp - now + 60}, timeout=30)
+        """Move the demo's test clock to just past ``timestamp`` (Unix seconds): what falls due for its customer
+        happens; nobody else's subscription moves."""
+        self.stripe.v1.test_helpers.test_clocks.advance(self.clock, params={"frozen_time": timestamp + 60})
+
+    def on_own_clock(self, subscription_id):
+        """Put the customer the service just created for the demo user on the demo's test clock.
+
+        Stripe sets a customer's clock only when it creates it, and the service creates its customers; the
+        emulator's ``/_emulator/customers/{id}/test_clock`` moves it there, objects and all.
+        """
+        customer = self.stripe.v1.subscriptions.retrieve(subscription_id).customer
+        requests.post(f"{self.emulator}/_emulator/customers/{customer}/test_clock", json={"test_clock": self.clock},
+                      timeout=30).raise_for_status()
 
     def trial(self):
         """The first subscription is a free trial whose card is saved up front, then charged when it ends."""
         self.step("Start a subscription to the basic price: the first one is a 14-day free trial")
         intent = self.call("POST", "/subscription/intent", 201, json={"price": self.prices["basic"]})
         subscription_id = intent["subscription"]["id"]
+        self.on_own_clock(subscription_id)
         self.step("Save the card for after the trial with the SetupIntent's secret, as Stripe.js confirmSetup "
                   "would (card 4242)")
         saved = self.stripe.v1.setup_intents.confirm(intent["client_secret"].split("_secret_")[0],
@@ -173,17 +185,12 @@ class Demo:
         return self.http.get(self.base + "/notifications", timeout=30).json()["data"]
 
     def run(self):
-        """Walk through the flow, then put the emulator's clock back where it was, even on a failure.
-
-        The emulator has no Stripe test clocks: the demo moves the one clock everything shares, so
-        whatever is done by hand afterwards would otherwise get dates a month ahead.
-        """
-        offset = requests.get(f"{self.emulator}/_emulator/clock", timeout=30).json()["offset_seconds"]
-        try:
-            self.steps()
-        finally:
-            requests.post(f"{self.emulator}/_emulator/clock/rewind", json={"offset_seconds": offset}, timeout=30)
-            print(f"    (the emulator's clock is back to offset {offset:g} s)")
+        """Walk through the flow on a Stripe test clock of its own, so that moving time for the demo
+        renews, ends or breaks no other user of the emulator (their clock never moves)."""
+        now = requests.get(f"{self.emulator}/_emulator/clock", timeout=30).json()["now"]
+        self.clock = self.stripe.v1.test_helpers.test_clocks.create(params={"frozen_time": now, "name": "make demo"}).id
+        print(f"Test clock {self.clock}: the demo's time moves on it alone.")
+        self.steps()
 
     def steps(self):
         email = f"demo-{secrets.token_hex(4)}@example.com"
@@ -209,7 +216,7 @@ class Demo:
         self.step("The user keeps the plan through the grace period")
         self.call("GET", "/subscription", 200)
         self.step("A month passes at the provider: the period ends and Stripe ends the subscription")
-        requests.post(f"{self.emulator}/_emulator/clock/advance", json={"seconds": 32 * DAY}, timeout=30)
+        self.advance_to(self.stripe.v1.test_helpers.test_clocks.retrieve(self.clock).frozen_time + 32 * DAY)
         self.until("plan back to free", lambda: self.me()["plan"] == "free")
         self.call("GET", "/auth/me", 200)
         self.step("Notifications, newest first")

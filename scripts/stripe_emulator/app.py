@@ -1,13 +1,28 @@
-"""Flask app factory for the Stripe emulator."""
+"""Flask app factory for the Stripe emulator.
+
+Every ``/v1`` request passes the edge in ``core/http.py`` (auth, faults, idempotency, validation)
+before a resource family's ``responses.py`` answers it; the families' ``models.py`` hold the rules.
+"""
 
 from __future__ import annotations
 
 from flask import Flask, request
 
-from . import api, api_billing, api_setup, control, hosted_invoice, portal
-from .delivery import Delivery
-from .plumbing import json_response
-from .state import Store, StripeError
+from . import control
+from .core.http import json_response
+from .core.store import Store, StripeError
+from .customers import responses as customers
+from .intents import responses as intents
+from .invoices import responses as invoices
+from .pages import hosted_invoice, portal, portal_sessions
+from .products import responses as products
+from .subscriptions import responses as subscriptions
+from .test_clocks import responses as test_clocks
+from .webhooks import responses as webhooks
+from .webhooks.delivery import Delivery
+
+BLUEPRINTS = (products.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp, webhooks.bp, test_clocks.bp,
+              portal_sessions.bp, portal.bp, hosted_invoice.bp, control.bp)
 
 
 def create_app(start_worker: bool = True) -> Flask:
@@ -20,7 +35,7 @@ def create_app(start_worker: bool = True) -> Flask:
     st = Store()
     delivery = Delivery(st)
     app.extensions["stripe_emulator"] = {"store": st, "delivery": delivery}
-    for bp in (api.bp, api_billing.bp, api_setup.bp, portal.bp, hosted_invoice.bp, control.bp):
+    for bp in BLUEPRINTS:
         app.register_blueprint(bp)
 
     @app.before_request
@@ -38,6 +53,13 @@ def create_app(start_worker: bool = True) -> Flask:
     def bad_method(_err):
         return json_response(StripeError(
             405, "Unrecognized request URL (method not allowed).").response_body(), 405)
+
+    @app.errorhandler(500)
+    def emulator_fault(_err):
+        # A bug of the emulator's, never the client's input (validation answers that with a 400):
+        # still Stripe's shape, so the SDK raises its APIError rather than failing to parse HTML.
+        return json_response(StripeError(500, "An unknown error occurred in the emulator.",
+                                         type="api_error").response_body(), 500)
 
     @app.before_request
     def count_api_request():

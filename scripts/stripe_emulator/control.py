@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
 
-from . import lifecycle
-from .plumbing import store
-from .state import public
+from .core.http import store
+from .core.store import public
+from .test_clocks import models as clocks
 
 bp = Blueprint("stripe_control", __name__, url_prefix="/_emulator")
 
@@ -48,7 +48,7 @@ def advance():
         return _bad("'seconds' must be a non-negative number")
     st = store()
     with st.lock:
-        processed = lifecycle.advance(st, seconds)
+        processed = clocks.advance(st, seconds)
         return jsonify({"now": st.now(), "offset_seconds": st.clock_offset,
                         "processed": processed})
 
@@ -57,8 +57,8 @@ def advance():
 def rewind():
     """Set the clock back to an earlier offset (default 0, real time); nothing that happened is undone.
 
-    For a script that moved the clock and must leave it as it found it (``make demo``). Moving
-    forward is ``/clock/advance``'s job, since it runs whatever falls due on the way.
+    For a test or script that moved the clock and must leave it as it found it. Moving forward is
+    ``/clock/advance``'s job, since it runs whatever falls due on the way.
     """
     offset = _body().get("offset_seconds", 0)
     st = store()
@@ -67,6 +67,26 @@ def rewind():
             return _bad(f"'offset_seconds' must be a number from 0 to the current offset {st.clock_offset}")
         st.clock_offset = float(offset)
         return jsonify({"now": st.now(), "offset_seconds": st.clock_offset})
+
+
+@bp.post("/customers/<customer_id>/test_clock")
+def put_on_test_clock(customer_id):
+    """Move an existing customer, with its subscriptions and invoices, onto a test clock.
+
+    Stripe sets a customer's clock only when it creates it; ``make demo`` uses this for the customer the
+    service created, so that advancing the demo's clock moves nobody else's subscriptions.
+    """
+    clock_id = _body().get("test_clock")
+    st = store()
+    with st.lock:
+        customer = st.customers.get(customer_id)
+        if customer is None or clock_id not in st.test_clocks:
+            return _bad(f"no such customer {customer_id!r} or test clock {clock_id!r}", 404)
+        customer["test_clock"] = clock_id
+        for obj in (*st.subscriptions.values(), *st.invoices.values()):
+            if obj["customer"] == customer_id:
+                obj["test_clock"] = clock_id
+        return jsonify(public(customer))
 
 
 @bp.post("/fail_next_renewal")

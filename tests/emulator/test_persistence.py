@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -12,8 +13,8 @@ import pytest
 import requests
 import stripe
 
-from scripts.stripe_emulator import persistence
-from scripts.stripe_emulator.state import Store
+from scripts.stripe_emulator.core import persistence
+from scripts.stripe_emulator.core.store import Store
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,11 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 class Emulator:
     """``python -m scripts.stripe_emulator --state-file ...`` as a process."""
 
-    def __init__(self, state_file):
+    def __init__(self, state_file, **env):
         self.url = f"http://127.0.0.1:{free_port()}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "scripts.stripe_emulator", "--port", self.url.rsplit(":", 1)[1],
-             "--state-file", str(state_file)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             "--state-file", str(state_file)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, **env})
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -65,6 +67,34 @@ def test_a_restarted_emulator_has_its_objects_clock_and_idempotency_keys(tmp_pat
         again = second.stripe.v1.customers.create(params={"email": "ada@example.com"},
                                                   options={"idempotency_key": "customer-ada"})
         assert again.id == customer.id  # the stored answer, as Stripe replays a retried request
+    finally:
+        second.stop()
+
+
+def test_a_webhook_that_got_no_2xx_is_retried_after_a_restart(tmp_path, receiver):
+    """Issue 26 item 6: pending deliveries are in the state file; the restarted emulator retries them."""
+    state_file = tmp_path / "emulator.json"
+    receiver.statuses = [500] * 1000
+    # 0.01 real seconds per Stripe second: retries after 0.6 s, 3 s, 18 s, ...
+    first = Emulator(state_file, STRIPE_EMULATOR_RETRY_SCALE="0.01")
+    try:
+        first.stripe.v1.webhook_endpoints.create(params={"url": receiver.url, "enabled_events": ["customer.created"]})
+        customer = first.stripe.v1.customers.create(params={"email": "ada@example.com"})
+        receiver.wait_for(2, timeout=10)
+        queue = requests.get(f"{first.url}/_emulator/delivery", timeout=10).json()["queue"]
+        assert [(item["type"], item["attempts"] >= 2) for item in queue] == [("customer.created", True)]
+    finally:
+        assert first.stop() == 0
+    with receiver.lock:
+        tried, receiver.statuses = len(receiver.requests), []
+    second = Emulator(state_file, STRIPE_EMULATOR_RETRY_SCALE="0.01")
+    try:
+        events = receiver.wait_for(tried + 1, timeout=30)
+        assert events[-1]["type"] == "customer.created" and events[-1]["data"]["object"]["id"] == customer.id
+        deadline = time.monotonic() + 10
+        while requests.get(f"{second.url}/_emulator/delivery", timeout=10).json()["queue"]:
+            assert time.monotonic() < deadline, "the delivered event left the queue"
+            time.sleep(0.1)
     finally:
         second.stop()
 
