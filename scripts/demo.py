@@ -136,7 +136,7 @@ class Demo:
     def manage(self, subscription_id):
         """Change the subscription from the app: each change is Stripe's answer, never the request's."""
         pro, team = self.prices["pro"], self.prices["team"]
-        self.step("Preview a swap to pro, charged now (always_invoice): a credit for basic, the rest of pro")
+        self.step("Preview a swap to pro: a dearer price is charged now (a credit for basic, the rest of pro)")
         preview = self.call("GET", f"/subscription/swap/preview?price={pro}", 200)
         print(f"    due now: {preview['amount_due'] / 100:.2f} {preview['currency'].upper()}")
         self.step("Swap to pro with the preview's proration_date, so Stripe charges what was shown")
@@ -146,12 +146,18 @@ class Demo:
         self.step("The card on file is replaced by one that is declined (4000 0000 0000 0341); swap to team")
         self.stripe.v1.subscriptions.update(subscription_id,
                                             params={"default_payment_method": "pm_card_chargeCustomerFail"})
-        self.call("POST", "/subscription/swap", 402, json={"price": team})
+        refused = self.call("POST", "/subscription/swap", 402, json={"price": team})["error"]["details"]
         self.until("swap_payment_failed notification", lambda: "swap_payment_failed" in self.kinds())
         self.step("Stripe kept the old price (a pending update), so the plan is still pro")
         self.call("GET", "/subscription", 200)
-        self.step("Back to a good card, and three seats")
-        self.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": "pm_card_visa"})
+        self.step("While that change waits for its payment, no other price or seat change gets through")
+        self.call("POST", "/subscription/quantity", 409, json={"quantity": 3})
+        self.step("The user pays the change's invoice with a good card (4242), as Stripe.js confirmPayment would: "
+                  "the swap applies and that card pays from now on")
+        self.stripe.v1.payment_intents.confirm(refused["client_secret"].split("_secret_")[0],
+                                               params={"payment_method": "pm_card_visa"})
+        self.until("plan is team", lambda: self.me()["plan"] == "team")
+        self.step("Three seats: more seats cost money, so they are charged now")
         self.call("POST", "/subscription/quantity", 200, json={"quantity": 3})
         self.step("Cancel at the period's end, then change your mind")
         self.call("POST", "/subscription/cancel", 200, json={"at_period_end": True})

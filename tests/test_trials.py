@@ -12,6 +12,7 @@ from sqlalchemy import delete
 from app.billing.stripe_provider import StripeProvider
 from app.extensions import db
 from app.models import Subscription
+from tests.conftest import bearer, login, register
 from tests.test_billing_flow import DAY, start_flow
 from tests.test_billing_pages import calls, get, save_card, settle
 from tests.test_subscription_management import post
@@ -154,3 +155,30 @@ def test_the_provider_resumes_a_paused_trial_with_the_anchor_stripe_accepts(emul
     resumed = provider.resume_subscription(subscription.id, f"resume-{subscription.id}")
     assert resumed["status"] == "active"
     assert stripe_client.v1.subscriptions.retrieve(subscription.id).status == "active"
+
+
+def trial_of(flow, email, card):
+    """A second account on the same service starts a trial and saves ``card``; return its subscription id."""
+    register(flow.client, email=email)
+    flow.headers = bearer(login(flow.client, email=email))
+    started = start_trial(flow)
+    flow.stripe.v1.setup_intents.confirm(started["client_secret"].split("_secret_")[0],
+                                         params={"payment_method": card})
+    settle(flow)
+    return started["subscription"]["id"]
+
+
+def test_a_card_earns_one_trial_whatever_the_account(flow):
+    """Issue 25 item 6: five accounts with one card got five trials. Stripe gives a card one
+    fingerprint within the account; a second trial saved with it ends at once and is charged."""
+    first = trial_of(flow, "one@example.com", "pm_card_visa")
+    assert flow.stripe.v1.subscriptions.retrieve(first).status == "trialing"
+    second = trial_of(flow, "two@example.com", "pm_card_visa")
+    live = flow.stripe.v1.subscriptions.retrieve(second, params={"expand": ["latest_invoice"]})
+    assert live.status == "active" and live.trial_end <= flow.emulator.clock(), "the trial ended at once"
+    assert live.latest_invoice.amount_paid == 900, "the first period is charged now"
+    me = flow.me()
+    assert me["plan"] == "basic" and me["subscription"]["status"] == "active"
+    other = trial_of(flow, "three@example.com", "pm_card_mastercard")
+    assert flow.stripe.v1.subscriptions.retrieve(other).status == "trialing", "another card has its own trial"
+    assert flow.stripe.v1.subscriptions.retrieve(first).status == "trialing", "the first trial is untouched"

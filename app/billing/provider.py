@@ -144,6 +144,10 @@ class SubscriptionProvider(ABC):
         """Return the URL of a billing portal session for the customer."""
 
     @abstractmethod
+    def test_clock_time(self, test_clock_id):
+        """Return the frozen time (Unix seconds) of a test clock: "now" for the objects on it (test mode)."""
+
+    @abstractmethod
     def list_webhook_endpoints(self):
         """Return the webhook endpoints registered at the provider."""
 

@@ -314,6 +314,10 @@ class StripeProvider(SubscriptionProvider):
             return self._v1.billing_portal.sessions.create(
                 params=params, options={"idempotency_key": f"portal-{customer_id}-{window}-{target}"}).url
 
+    def test_clock_time(self, test_clock_id):
+        with _provider_call("retrieve test clock"):
+            return self._v1.test_helpers.test_clocks.retrieve(test_clock_id).frozen_time
+
     def list_webhook_endpoints(self):
         params: WebhookEndpointListParams = {"limit": 100}
         with _provider_call("list webhook endpoints"):

@@ -53,6 +53,8 @@ class Subscription(SubscriptionRules, db.Model):
     pending_price: Mapped[str | None] = mapped_column(String(255))
     pending_quantity: Mapped[int | None] = mapped_column(Integer)
     pending_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A Stripe test clock (test mode): the subscription's "now" is the clock's frozen time.
+    test_clock: Mapped[str | None] = mapped_column(String(255))
     provider_created_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

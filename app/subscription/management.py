@@ -92,14 +92,22 @@ def _refuse_while_pending(user, subscription):
         raise PaymentPending.for_invoice(live["latest_invoice"])
 
 
-def check_proration_date(value, now=None):
-    """Refuse a ``proration_date`` (Unix seconds) older than ``PRORATION_DATE_MAX_AGE`` or in the future.
+def stripe_now(subscription):
+    """Return Stripe's "now" for the subscription, Unix seconds: this host's clock, or, for one on a
+    Stripe test clock (test mode), the clock's frozen time, which Stripe prorates from."""
+    if subscription.test_clock:
+        return get_provider().test_clock_time(subscription.test_clock)
+    return int(time.time())
+
+
+def check_proration_date(value, now):
+    """Refuse a ``proration_date`` (Unix seconds) older than ``PRORATION_DATE_MAX_AGE`` before ``now``
+    (``stripe_now``) or in the future.
 
     CONTRACT "Changes to the third round": only a preview's date, sent within 10 minutes, is taken;
     any other date would let the client choose what it pays. ``PRORATION_DATE_SKEW`` seconds
     ahead are allowed for hosts whose clocks differ. Raises ``InvalidProrationDate`` (422).
     """
-    now = int(time.time()) if now is None else now
     if not now - PRORATION_DATE_MAX_AGE <= value <= now + PRORATION_DATE_SKEW:
         raise InvalidProrationDate.not_recent()
 
@@ -112,9 +120,9 @@ def _change_item(user, action, change, proration_date):
     Raises ``PaymentPending`` (409) while an earlier change waits for payment, ``PaymentRequired``
     (402) when Stripe keeps this change pending, after writing its answer.
     """
-    if proration_date is not None:
-        check_proration_date(proration_date)
     subscription = _priced(user)
+    if proration_date is not None:
+        check_proration_date(proration_date, stripe_now(subscription))
     _refuse_while_pending(user, subscription)
     item = subscription.items[0]
     provider = get_provider()
@@ -183,7 +191,7 @@ def preview_swap(user, price):
     subscription = _priced(user, lock=False)  # a read: nothing changes, nothing to serialise
     item, provider = subscription.items[0], get_provider()
     quantity = item.quantity or 1
-    now = int(time.time())
+    now = stripe_now(subscription)
     details = {"items": [{"id": item.provider_id, "price": price}], "proration_date": now,
                "proration_behavior": prices.proration_for(provider, item.provider_price, quantity, price, quantity)}
     invoice = provider.preview_invoice(subscription.provider_id, details)

@@ -1,4 +1,4 @@
-"""subscriptions.pending_*: Stripe's pending_update as written; trial_fingerprints: the cards that had a free trial
+"""subscriptions.pending_*: Stripe's pending_update as written; subscriptions.test_clock; trial_fingerprints: the cards that had a free trial
 
 Revision ID: 0011
 Revises: 0010
@@ -21,6 +21,7 @@ def upgrade():
         batch_op.add_column(sa.Column('pending_price', sa.String(length=255), nullable=True))
         batch_op.add_column(sa.Column('pending_quantity', sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column('pending_expires_at', sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column('test_clock', sa.String(length=255), nullable=True))
     op.create_table(
         'trial_fingerprints',
         sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),
@@ -36,6 +37,7 @@ def upgrade():
 def downgrade():
     op.drop_table('trial_fingerprints')
     with op.batch_alter_table('subscriptions', schema=None) as batch_op:
+        batch_op.drop_column('test_clock')
         batch_op.drop_column('pending_expires_at')
         batch_op.drop_column('pending_quantity')
         batch_op.drop_column('pending_price')

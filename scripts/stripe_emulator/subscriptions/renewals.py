@@ -101,15 +101,8 @@ def end_without_method(store: Store, sub: dict) -> bool:
     return False
 
 
-def resume(store: Store, sub: dict, params: dict) -> dict:
-    """``POST /v1/subscriptions/{id}/resume``: a new period from now, invoiced and charged at once."""
-    if sub["status"] != "paused":
-        raise StripeError(400, f"Only a paused subscription can be resumed; this one is {sub['status']}.")
-    # At 2026-10-28.endive the anchor is an object, ``{"type": "now"}`` (the default) or ``unchanged``.
-    if (params.get("billing_cycle_anchor") or {"type": "now"})["type"] != "now":
-        raise StripeError(400, "The emulator resumes with billing_cycle_anchor[type]=now only.",
-                          param="billing_cycle_anchor[type]")
-    before = public(sub)
+def _start_period_now(store: Store, sub: dict) -> None:
+    """A new period from now, invoiced and charged at once off-session: ``active`` if paid, else ``past_due``."""
     now = store.now()
     rec = sub["items"]["data"][0]["price"]["recurring"]
     end = periods.add_interval(now, rec["interval"], rec["interval_count"])
@@ -127,6 +120,29 @@ def resume(store: Store, sub: dict, params: dict) -> dict:
         paid = invoicing.attempt(store, inv, pm, force_fail=cards.card_outcome(pm) == "requires_action") \
             == "succeeded"
     sub["status"] = "active" if paid else "past_due"
+
+
+def end_trial_now(store: Store, sub: dict) -> None:
+    """An update's ``trial_end=now`` (https://docs.stripe.com/billing/subscriptions/trials#end-trial-early):
+    the trial ends at once and the first period starts now, invoiced and charged to the default method."""
+    if sub["status"] != "trialing":
+        return
+    before = public(sub)
+    sub["trial_end"] = store.now()
+    _start_period_now(store, sub)
+    store.emit("customer.subscription.updated", sub, before)
+
+
+def resume(store: Store, sub: dict, params: dict) -> dict:
+    """``POST /v1/subscriptions/{id}/resume``: a new period from now, invoiced and charged at once."""
+    if sub["status"] != "paused":
+        raise StripeError(400, f"Only a paused subscription can be resumed; this one is {sub['status']}.")
+    # At 2026-10-28.endive the anchor is an object, ``{"type": "now"}`` (the default) or ``unchanged``.
+    if (params.get("billing_cycle_anchor") or {"type": "now"})["type"] != "now":
+        raise StripeError(400, "The emulator resumes with billing_cycle_anchor[type]=now only.",
+                          param="billing_cycle_anchor[type]")
+    before = public(sub)
+    _start_period_now(store, sub)
     store.emit("customer.subscription.updated", sub, before)
     store.emit("customer.subscription.resumed", sub)
     return sub

@@ -55,6 +55,8 @@ def update_subscription(st, params, sub_id):
     if "cancel_at_period_end" in params:
         params["cancel_at_period_end"] = bool(params["cancel_at_period_end"])
     models.update_subscription(st, sub, params)
+    if params.get("trial_end") == "now":
+        renewals.end_trial_now(st, sub)
     return render(st, sub, params.get("expand"))
 
 
