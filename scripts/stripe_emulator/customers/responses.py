@@ -9,6 +9,7 @@ from ..core.expand import render
 from ..core.http import endpoint
 from ..core.lists import newest_first, paginate
 from ..core.store import StripeError
+from ..subscriptions.models import cancel_now
 from . import models, payment_methods
 
 bp = Blueprint("stripe_customers", __name__)
@@ -58,7 +59,7 @@ def delete_customer(st, params, cus_id):
     for sub in list(st.subscriptions.values()):
         if sub["customer"] == cus_id and sub["status"] not in ("canceled",
                                                                "incomplete_expired"):
-            models.cancel_now(st, sub)
+            cancel_now(st, sub)
     cus["_deleted"] = True
     st.emit("customer.deleted", cus)
     return {"id": cus_id, "object": "customer", "deleted": True}
