@@ -6,8 +6,10 @@ Through the real stripe SDK to the emulator and back by real HTTP webhooks, as t
 import re
 
 import pytest
+import stripe
 from sqlalchemy import delete
 
+from app.billing.stripe_provider import StripeProvider
 from app.extensions import db
 from app.models import Subscription
 from tests.test_billing_flow import DAY, start_flow
@@ -127,3 +129,28 @@ def test_a_subscription_stripe_has_and_the_database_lost_rules_the_trial_out_too
     second = flow.intent()
     assert second["subscription"]["status"] == "incomplete" and second["client_secret"].startswith("pi_")
 
+
+
+def test_the_provider_resumes_a_paused_trial_with_the_anchor_stripe_accepts(emulator, stripe_client):
+    """Issue 26: at 2026-10-28.endive ``billing_cycle_anchor`` is ``{"type": "now"}``; the strict emulator,
+    like Stripe, refuses the old ``"now"``, so the provider's own call resumes the trial once a card is there."""
+    emulator.reset()
+    provider = StripeProvider(api_key="sk_test_emulator", api_base=emulator.url, max_network_retries=0)
+    price = stripe_client.v1.prices.create(params={
+        "unit_amount": 900, "currency": "usd", "recurring": {"interval": "month"}, "product_data": {"name": "Basic"}})
+    customer = stripe_client.v1.customers.create(params={"email": "paused@example.com"})
+    subscription = stripe_client.v1.subscriptions.create(params={
+        "customer": customer.id, "items": [{"price": price.id}], "trial_period_days": 1,
+        "payment_behavior": "default_incomplete",
+        "payment_settings": {"save_default_payment_method": "on_subscription"},
+        "trial_settings": {"end_behavior": {"missing_payment_method": "pause"}}})
+    emulator.advance(2 * DAY)
+    assert stripe_client.v1.subscriptions.retrieve(subscription.id).status == "paused"
+    with pytest.raises(stripe.InvalidRequestError) as refused:
+        stripe_client.v1.subscriptions.resume(subscription.id, params={"billing_cycle_anchor": "now"})
+    assert refused.value.param == "billing_cycle_anchor"
+
+    stripe_client.v1.setup_intents.confirm(subscription.pending_setup_intent, params={"payment_method": "pm_card_visa"})
+    resumed = provider.resume_subscription(subscription.id, f"resume-{subscription.id}")
+    assert resumed["status"] == "active"
+    assert stripe_client.v1.subscriptions.retrieve(subscription.id).status == "active"

@@ -115,7 +115,7 @@ class SubscriptionProvider(ABC):
     def resume_subscription(self, subscription_id, idempotency_key):
         """Resume a ``paused`` subscription: a new period from now, charged at once; return it.
 
-        Stripe's ``POST /v1/subscriptions/{id}/resume`` with ``billing_cycle_anchor=now``; paid,
+        Stripe's ``POST /v1/subscriptions/{id}/resume`` with ``billing_cycle_anchor={"type": "now"}``; paid,
         it is ``active``, declined ``past_due``.
         """
 

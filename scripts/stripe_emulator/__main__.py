@@ -9,8 +9,8 @@ from pathlib import Path
 
 from werkzeug.serving import run_simple
 
-from . import persistence
 from .app import create_app
+from .core import persistence
 
 
 def main(argv=None) -> None:

@@ -1,13 +1,27 @@
-"""Flask app factory for the Stripe emulator."""
+"""Flask app factory for the Stripe emulator.
+
+Every ``/v1`` request passes the edge in ``core/http.py`` (auth, faults, idempotency, validation)
+before a resource family's ``responses.py`` answers it; the families' ``models.py`` hold the rules.
+"""
 
 from __future__ import annotations
 
 from flask import Flask, request
 
-from . import api, api_billing, api_setup, control, hosted_invoice, portal
-from .delivery import Delivery
-from .plumbing import json_response
-from .state import Store, StripeError
+from . import control
+from .core.http import json_response
+from .core.store import Store, StripeError
+from .customers import responses as customers
+from .intents import responses as intents
+from .invoices import responses as invoices
+from .pages import hosted_invoice, portal, portal_sessions
+from .products import responses as products
+from .subscriptions import responses as subscriptions
+from .webhooks import responses as webhooks
+from .webhooks.delivery import Delivery
+
+BLUEPRINTS = (products.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp, webhooks.bp,
+              portal_sessions.bp, portal.bp, hosted_invoice.bp, control.bp)
 
 
 def create_app(start_worker: bool = True) -> Flask:
@@ -20,7 +34,7 @@ def create_app(start_worker: bool = True) -> Flask:
     st = Store()
     delivery = Delivery(st)
     app.extensions["stripe_emulator"] = {"store": st, "delivery": delivery}
-    for bp in (api.bp, api_billing.bp, api_setup.bp, portal.bp, hosted_invoice.bp, control.bp):
+    for bp in BLUEPRINTS:
         app.register_blueprint(bp)
 
     @app.before_request

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
 
-from . import lifecycle
-from .plumbing import store
-from .state import public
+from .core.http import store
+from .core.store import public
+from .test_clocks import models as clocks
 
 bp = Blueprint("stripe_control", __name__, url_prefix="/_emulator")
 
@@ -48,7 +48,7 @@ def advance():
         return _bad("'seconds' must be a non-negative number")
     st = store()
     with st.lock:
-        processed = lifecycle.advance(st, seconds)
+        processed = clocks.advance(st, seconds)
         return jsonify({"now": st.now(), "offset_seconds": st.clock_offset,
                         "processed": processed})
 

@@ -12,8 +12,8 @@ import pytest
 import requests
 import stripe
 
-from scripts.stripe_emulator import persistence
-from scripts.stripe_emulator.state import Store
+from scripts.stripe_emulator.core import persistence
+from scripts.stripe_emulator.core.store import Store
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,94 @@
+"""Invoicing steps shared by subscriptions, invoices and the clock: open, finalize, charge, mark paid.
+
+Each function mutates the store (the caller holds the lock) and emits the events Stripe would emit
+for the same change, in the order Stripe announces them.
+"""
+
+from __future__ import annotations
+
+from ..core.store import Store, new_id, public
+from . import cards, objects
+
+# Retries of a failed renewal, each after the previous attempt (``subscriptions/dunning.py`` runs them).
+RETRY_DELAYS = (3 * 86400, 5 * 86400, 7 * 86400)
+
+
+def open_invoice(store: Store, sub: dict, reason: str, start: int, end: int,
+                 lines: list[dict] | None = None) -> dict:
+    """Create a draft subscription invoice (``finalize`` opens it): ``lines``, else the period's charge."""
+    inv = objects.invoice(store, sub, reason, start, end, lines=lines)
+    store.invoices[inv["id"]] = inv
+    sub["latest_invoice"] = inv["id"]
+    return inv
+
+
+def finalize(store: Store, inv: dict) -> None:
+    store.emit("invoice.created", inv)
+    cus = store.customers.get(inv["customer"]) or {}
+    seq = cus.get("next_invoice_sequence", 1)
+    if cus:
+        cus["next_invoice_sequence"] = seq + 1
+    inv["number"] = f"{cus.get('invoice_prefix', 'EMUL')}-{seq:04d}"
+    inv["status"] = "open"
+    inv["hosted_invoice_url"] = f"{store.base_url}/invoice/{inv['id']}"
+    inv["invoice_pdf"] = f"{store.base_url}/invoice/{inv['id']}/pdf"
+    inv["status_transitions"]["finalized_at"] = store.now()
+    inv["effective_at"] = store.now()
+    if inv["amount_due"] > 0:
+        pi = objects.payment_intent(store, inv)
+        store.payment_intents[pi["id"]] = pi
+        inv["_payment_intent"] = pi["id"]
+    store.emit("invoice.finalized", inv)
+    if inv["_payment_intent"]:
+        store.emit("payment_intent.created", store.payment_intents[inv["_payment_intent"]])
+
+
+def mark_paid(store: Store, inv: dict) -> None:
+    now = store.now()
+    inv.update(status="paid", amount_paid=inv["amount_due"], amount_remaining=0, attempted=True,
+               next_payment_attempt=None)
+    inv["attempt_count"] += 1 if inv["amount_due"] else 0
+    inv["status_transitions"]["paid_at"] = now
+    store.emit("invoice.paid", inv)
+    store.emit("invoice.payment_succeeded", inv)
+
+
+def schedule_retry(store: Store, inv: dict) -> None:
+    """Set ``next_payment_attempt`` after a failed attempt at ``inv``: the next retry, or ``None``.
+
+    Only renewal invoices are retried: a first invoice waits for the customer to pay it.
+    """
+    retries_done = inv["attempt_count"] - 1
+    if inv["billing_reason"] != "subscription_cycle" or retries_done >= len(RETRY_DELAYS):
+        inv["next_payment_attempt"] = None
+    else:
+        inv["next_payment_attempt"] = store.now() + RETRY_DELAYS[retries_done]
+
+
+def attempt(store: Store, inv: dict, pm: dict | None, force_fail: bool = False) -> str:
+    """Charge ``inv``'s PaymentIntent with ``pm``; returns the PaymentIntent status reached."""
+    pi = store.payment_intents[inv["_payment_intent"]]
+    outcome = "declined" if force_fail else cards.card_outcome(pm, store.now())
+    pi["payment_method"] = pm["id"] if pm else None
+    if outcome == "requires_action":
+        pi.update(status="requires_action", next_action={
+            "type": "use_stripe_sdk",
+            "use_stripe_sdk": {"type": "three_d_secure_redirect", "stripe_js": ""}})
+        store.emit("payment_intent.requires_action", pi)
+        return "requires_action"
+    inv["attempted"] = True
+    if outcome == "declined":
+        inv["attempt_count"] += 1
+        schedule_retry(store, inv)
+        pi.update(status="requires_payment_method", payment_method=None, last_payment_error={
+            "type": "card_error", "code": "card_declined", "decline_code": "generic_decline",
+            "message": "Your card was declined.",
+            "payment_method": public(pm) if pm else None})
+        store.emit("payment_intent.payment_failed", pi)
+        store.emit("invoice.payment_failed", inv)
+        return "requires_payment_method"
+    pi.update(status="succeeded", amount_received=pi["amount"], last_payment_error=None,
+              next_action=None, latest_charge=new_id("ch_"))
+    store.emit("payment_intent.succeeded", pi)
+    mark_paid(store, inv)
+    return "succeeded"

@@ -1,0 +1,43 @@
+"""Customers: the object, a live (not deleted) customer, and an update as Stripe applies it."""
+
+from __future__ import annotations
+
+from ..core.store import Store, StripeError, merge_metadata, new_id, public
+from . import payment_methods
+
+
+def customer(store: Store, params: dict) -> dict:
+    return {
+        "id": new_id("cus_", 14), "object": "customer", "address": None, "balance": 0,
+        "created": store.now(), "currency": None, "default_source": None,
+        "delinquent": False, "description": params.get("description"), "discount": None,
+        "email": params.get("email"), "invoice_prefix": new_id("", 8).upper(),
+        "invoice_settings": {"custom_fields": None, "default_payment_method": None,
+                             "footer": None, "rendering_options": None},
+        "livemode": False, "metadata": dict(params.get("metadata") or {}),
+        "name": params.get("name"), "next_invoice_sequence": 1, "phone": params.get("phone"),
+        "preferred_locales": [], "shipping": None, "tax_exempt": "none", "test_clock": None,
+    }
+
+
+def live_customer(st, cus_id, param="id"):
+    cus = st.get("customers", cus_id, param)
+    if cus.get("_deleted"):
+        raise StripeError(404, f"No such customer: '{cus_id}'", code="resource_missing",
+                          param=param)
+    return cus
+
+
+def update(st, cus, params):
+    before = public(cus)
+    for key in ("email", "name", "description", "phone"):
+        if key in params:
+            cus[key] = params[key] or None
+    if "metadata" in params:
+        merge_metadata(cus, params["metadata"])
+    settings = params.get("invoice_settings") or {}
+    if "default_payment_method" in settings:
+        pm_id = settings["default_payment_method"]
+        cus["invoice_settings"]["default_payment_method"] = payment_methods.customer_pm(
+            st, cus["id"], pm_id, "invoice_settings[default_payment_method]") if pm_id else None
+    st.emit("customer.updated", cus, before)

@@ -1,0 +1,1 @@
+"""SetupIntents and PaymentIntents."""

@@ -1,0 +1,1 @@
+"""Invoices: listing, paying, previews."""

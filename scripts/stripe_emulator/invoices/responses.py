@@ -1,0 +1,49 @@
+"""``/v1/invoices`` routes."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+from ..core.expand import render
+from ..core.http import endpoint
+from ..core.lists import newest_first, paginate, strip_data
+from . import models
+
+bp = Blueprint("stripe_invoices", __name__)
+
+
+@bp.get("/v1/invoices/<inv_id>")
+@endpoint()
+def retrieve_invoice(st, params, inv_id):
+    return render(st, st.get("invoices", inv_id), params.get("expand"))
+
+
+@bp.get("/v1/invoices")
+@endpoint()
+def list_invoices(st, params):
+    invs = newest_first(st.invoices.values())
+    if params.get("customer"):
+        invs = [i for i in invs if i["customer"] == params["customer"]]
+    if params.get("subscription"):
+        invs = [i for i in invs if i["parent"]["subscription_details"]["subscription"]
+                == params["subscription"]]
+    if params.get("status"):
+        invs = [i for i in invs if i["status"] == params["status"]]
+    page = paginate(invs, params, "/v1/invoices")
+    page["data"] = [render(st, i, strip_data(params.get("expand"))) for i in page["data"]]
+    return page
+
+
+@bp.post("/v1/invoices/<inv_id>/pay")
+@endpoint()
+def pay_invoice(st, params, inv_id):
+    """Charge an open invoice now (``models.pay_invoice``); 402 when the card is declined."""
+    inv = st.get("invoices", inv_id)
+    return render(st, models.pay_invoice(st, inv, params.get("payment_method")), params.get("expand"))
+
+
+@bp.post("/v1/invoices/create_preview")
+@endpoint()
+def create_invoice_preview(st, params):
+    """The invoice a subscription's change or next renewal makes; see ``models.preview``."""
+    return models.preview(st, params)

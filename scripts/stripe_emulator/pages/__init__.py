@@ -1,0 +1,1 @@
+"""HTML pages Stripe hosts: the billing portal and the hosted invoice."""

@@ -1,0 +1,1 @@
+"""Subscriptions: creation, changes and prorations, trials, dunning, renewals."""

@@ -1,0 +1,174 @@
+"""Subscriptions: create, update, schedule or run a cancellation (https://docs.stripe.com/api/subscriptions).
+
+Each function mutates the store (the caller holds the lock) and emits the events Stripe would emit;
+updated events get their ``previous_attributes`` from a snapshot taken before the change.
+"""
+
+from __future__ import annotations
+
+from ..billing import cards, invoicing, periods
+from ..core.store import Store, StripeError, merge_metadata, public
+from ..customers import payment_methods
+from ..customers.models import live_customer
+from . import objects, prorations, trials
+
+
+def _item_prices(store: Store, entries: list) -> list[tuple[dict, int]]:
+    if not entries:
+        raise StripeError(400, "Missing required param: items.", code="parameter_missing",
+                          param="items")
+    prices = []
+    for i, entry in enumerate(entries):
+        p = store.get("prices", entry.get("price"), f"items[{i}][price]")
+        if not p["recurring"]:
+            raise StripeError(400, "The price specified is set to `type=one_time` but this "
+                              "field only accepts prices with `type=recurring`.",
+                              param=f"items[{i}][price]")
+        prices.append((p, int(entry.get("quantity") or 1)))
+    return prices
+
+
+def create_subscription(store: Store, params: dict) -> dict:
+    cus = live_customer(store, params.get("customer"), "customer")
+    prices = _item_prices(store, params.get("items") or [])
+    behavior = params.get("payment_behavior") or "allow_incomplete"
+    trial_days = int(params.get("trial_period_days") or 0)
+    pm_id = params.get("default_payment_method")
+    pm_id = payment_methods.customer_pm(store, cus["id"], pm_id, "default_payment_method") if pm_id else None
+    charge_pm_id = pm_id or cus["invoice_settings"]["default_payment_method"]
+    charge_pm = store.payment_methods.get(charge_pm_id or "")
+    amount = sum(p["unit_amount"] * q for p, q in prices)
+    needs_payment = amount > 0 and not trial_days and behavior != "default_incomplete"
+    if needs_payment and charge_pm is None:
+        raise StripeError(400, "This customer has no attached payment source or default "
+                          "payment method. Please consider adding a default payment method.",
+                          code="resource_missing")
+    outcome = cards.card_outcome(charge_pm) if needs_payment else None
+    if behavior == "error_if_incomplete" and outcome not in (None, "succeeded"):
+        raise cards.decline_error(store, None, charge_pm)
+
+    sub = _build_subscription(store, cus, params, prices, trial_days)
+    sub["default_payment_method"] = pm_id
+    if not trial_days and (outcome == "succeeded" or amount == 0):
+        sub["status"] = "active"
+    if outcome == "succeeded" and \
+            sub["payment_settings"]["save_default_payment_method"] == "on_subscription":
+        sub["default_payment_method"] = charge_pm["id"]
+    store.subscriptions[sub["id"]] = sub
+    if trial_days:
+        trials.start_trial(store, sub, params, behavior)
+    inv = invoicing.open_invoice(store, sub, "subscription_create", sub["start_date"],
+                       periods.period_end(sub))
+    store.emit("customer.subscription.created", sub)
+    invoicing.finalize(store, inv)
+    if inv["amount_due"] == 0:
+        invoicing.mark_paid(store, inv)
+    elif needs_payment:
+        invoicing.attempt(store, inv, charge_pm)
+    return sub
+
+
+def _build_subscription(store: Store, cus: dict, params: dict, prices: list,
+                        trial_days: int) -> dict:
+    now = store.now()
+    sub = objects.subscription(store, cus["id"], params, now)
+    sub["currency"] = prices[0][0]["currency"]
+    rec = prices[0][0]["recurring"]
+    end = now + trial_days * 86400 if trial_days else \
+        periods.add_interval(now, rec["interval"], rec["interval_count"])
+    for p, q in prices:
+        sub["items"]["data"].append(objects.subscription_item(store, sub["id"], p, q, now, end))
+    if trial_days:
+        sub.update(status="trialing", trial_start=now, trial_end=end)
+    return sub
+
+
+def schedule_cancel(store: Store, sub: dict, at_period_end: bool) -> None:
+    if at_period_end:
+        sub.update(cancel_at_period_end=True, cancel_at=periods.period_end(sub),
+                   canceled_at=store.now())
+        sub["cancellation_details"]["reason"] = "cancellation_requested"
+    else:
+        sub.update(cancel_at_period_end=False, cancel_at=None, canceled_at=None)
+        sub["cancellation_details"]["reason"] = None
+
+
+def cancel_now(store: Store, sub: dict, ended_at: int | None = None) -> None:
+    now = store.now()
+    sub.update(status="canceled", ended_at=ended_at or now, canceled_at=sub["canceled_at"] or now)
+    if sub["cancellation_details"]["reason"] is None:
+        sub["cancellation_details"]["reason"] = "cancellation_requested"
+    store.emit("customer.subscription.deleted", sub)
+
+
+def ensure_mutable(sub: dict, params: dict) -> None:
+    if sub["status"] in ("canceled", "incomplete_expired") and \
+            set(params) - {"metadata", "cancellation_details", "expand"}:
+        raise StripeError(400, "A canceled subscription can only update its "
+                          "cancellation_details and metadata.")
+
+
+def update_subscription(store: Store, sub: dict, params: dict) -> dict:
+    ensure_mutable(sub, params)
+    prorations.check_update(params)
+    before = public(sub)
+    _apply_cancellation(store, sub, params)
+    if not prorations.change_items(store, sub, params):
+        # The charge failed or needs authentication: the change waits in pending_update.
+        store.emit("customer.subscription.updated", sub, before)
+        return sub
+    for i, entry in enumerate(params.get("items") or []):
+        _add_or_remove_item(store, sub, entry, i)
+    if "default_payment_method" in params:
+        pm_id = params["default_payment_method"]
+        sub["default_payment_method"] = payment_methods.customer_pm(
+            store, sub["customer"], pm_id, "default_payment_method") if pm_id else None
+    if "metadata" in params:
+        merge_metadata(sub, params["metadata"])
+    _apply_details(sub, params)
+    store.emit("customer.subscription.updated", sub, before)
+    return sub
+
+
+def _apply_cancellation(store: Store, sub: dict, params: dict) -> None:
+    if "cancel_at_period_end" in params:
+        schedule_cancel(store, sub, params["cancel_at_period_end"])
+    if "cancel_at" in params:
+        if params["cancel_at"] in (None, ""):
+            schedule_cancel(store, sub, False)
+        else:
+            sub.update(cancel_at=int(params["cancel_at"]), cancel_at_period_end=False,
+                       canceled_at=store.now())
+            sub["cancellation_details"]["reason"] = "cancellation_requested"
+
+
+def _apply_details(sub: dict, params: dict) -> None:
+    if "description" in params:
+        sub["description"] = params["description"] or None
+    if "cancellation_details" in params:
+        for key in ("comment", "feedback"):
+            if key in (params["cancellation_details"] or {}):
+                sub["cancellation_details"][key] = params["cancellation_details"][key] or None
+    save = (params.get("payment_settings") or {}).get("save_default_payment_method")
+    if save:
+        sub["payment_settings"]["save_default_payment_method"] = save
+
+
+def _add_or_remove_item(store: Store, sub: dict, entry: dict, i: int) -> None:
+    # Price and quantity changes of existing items were applied by ``prorations.change_items``.
+    if entry.get("id"):
+        item = objects.find_item(sub, entry["id"], f"items[{i}][id]")
+        if entry.get("deleted") in (True, "true"):
+            sub["items"]["data"].remove(item)
+        return
+    p = store.get("prices", entry.get("price"), f"items[{i}][price]")
+    sub["items"]["data"].append(objects.subscription_item(
+        store, sub["id"], p, int(entry.get("quantity") or 1),
+        periods.period_start(sub), periods.period_end(sub)))
+
+
+def require_subscription(store: Store, sub_id: str, param: str = "subscription") -> dict:
+    sub = store.get("subscriptions", sub_id, param)
+    if sub["status"] in ("canceled", "incomplete_expired"):
+        raise StripeError(400, f"Subscription {sub_id} is {sub['status']}.", param=param)
+    return sub

@@ -1,0 +1,92 @@
+"""Pending updates and the subscription side of a paid invoice.
+
+With ``payment_behavior=pending_if_incomplete`` a change whose charge fails keeps the subscription
+as it was, with the change in ``pending_update`` until its invoice is paid
+(``pending_update_applied``) or 23 hours pass (``pending_update_expired``,
+https://docs.stripe.com/billing/subscriptions/pending-updates). The caller holds the store lock.
+"""
+
+from __future__ import annotations
+
+from ..core.store import Store, public
+from ..products.models import legacy_plan
+from .objects import find_item
+
+PENDING_UPDATE_SECONDS = 23 * 3600
+
+
+def apply_items(sub: dict, planned: list) -> None:
+    for item, price, quantity in planned:
+        if price["id"] != item["price"]["id"]:
+            item["price"], item["plan"] = public(price), legacy_plan(price)
+        item["quantity"] = quantity
+
+
+def set_pending(store: Store, sub: dict, planned: list, inv: dict) -> None:
+    """Keep the change in ``pending_update`` until ``inv`` is paid or the update expires."""
+    items = []
+    for item, price, quantity in planned:
+        pending = public(item)
+        pending.update(price=public(price), plan=legacy_plan(price), quantity=quantity)
+        items.append(pending)
+    sub["pending_update"] = {"billing_cycle_anchor": None,
+                             "expires_at": store.now() + PENDING_UPDATE_SECONDS,
+                             "subscription_items": items, "trial_end": None, "trial_from_plan": None}
+    sub["_pending_invoice"] = inv["id"]
+
+
+def after_invoice_paid(store: Store, inv: dict) -> bool:
+    """Apply the pending update ``inv`` pays for; ``False`` when it pays for none."""
+    sub = store.subscriptions.get(inv["parent"]["subscription_details"]["subscription"] or "")
+    if sub is None or not sub.get("pending_update") or sub.get("_pending_invoice") != inv["id"]:
+        return False
+    before = public(sub)
+    planned = [(find_item(sub, pending["id"], "items"), pending["price"], pending["quantity"])
+               for pending in sub["pending_update"]["subscription_items"]]
+    apply_items(sub, planned)
+    sub["pending_update"], sub["_pending_invoice"] = None, None
+    # save_default_payment_method=on_subscription: every successful payment of the subscription saves
+    # its method, this one too (Stripe's subscription object, payment_settings.save_default_payment_method).
+    paid_with = store.payment_intents.get(inv.get("_payment_intent") or "", {}).get("payment_method")
+    if paid_with and sub["payment_settings"]["save_default_payment_method"] == "on_subscription":
+        sub["default_payment_method"] = paid_with
+    store.emit("customer.subscription.updated", sub, before)
+    store.emit("customer.subscription.pending_update_applied", sub)
+    return True
+
+
+def expire_pending(store: Store, sub: dict) -> None:
+    """The pending update's 23 hours are over: drop it and void its unpaid invoice."""
+    before = public(sub)
+    inv = store.invoices.get(sub.pop("_pending_invoice", None) or "")
+    sub["pending_update"] = None
+    if inv is not None and inv["status"] == "open":
+        inv["status"] = "void"
+        inv["status_transitions"]["voided_at"] = store.now()
+        store.emit("invoice.voided", inv)
+    store.emit("customer.subscription.updated", sub, before)
+    store.emit("customer.subscription.pending_update_expired", sub)
+
+
+def due(sub: dict) -> list[tuple[int, object]]:
+    """The ``(time, action)`` of a pending update's expiry, if ``sub`` has one."""
+    pending = sub.get("pending_update")
+    return [(pending["expires_at"], expire_pending)] if pending else []
+
+
+def after_first_payment(store: Store, sub: dict, pm: dict) -> None:
+    """Subscription side of a successful invoice payment confirmed by the customer."""
+    before = public(sub)
+    if sub["status"] in ("incomplete", "past_due", "unpaid"):
+        sub["status"] = "active"
+    if sub["payment_settings"]["save_default_payment_method"] == "on_subscription":
+        sub["default_payment_method"] = pm["id"]
+    store.emit("customer.subscription.updated", sub, before)
+
+
+def after_payment(store: Store, inv: dict, pm: dict) -> None:
+    """The subscription side of ``inv`` paid with ``pm``: its pending update applies, else it is active."""
+    if not after_invoice_paid(store, inv):
+        sub = store.subscriptions.get(inv["parent"]["subscription_details"]["subscription"])
+        if sub is not None:
+            after_first_payment(store, sub, pm)

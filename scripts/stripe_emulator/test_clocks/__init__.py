@@ -1,0 +1,1 @@
+"""Test clocks: the time the emulator's objects live in."""

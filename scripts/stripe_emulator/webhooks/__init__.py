@@ -1,0 +1,1 @@
+"""Webhook endpoints, events and their signed delivery."""
