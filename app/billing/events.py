@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 COMMIT_PLAN = "commit_plan"
 COMMIT_PAYMENT_METHOD = "commit_payment_method"
+SEND_RECEIPT = "send_receipt"
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,9 @@ EVENT_TYPES = {
     # A trial ended without a card (paused: no plan) and a card resumed it: the status says which.
     "customer.subscription.paused": EventType("subscription", True, (COMMIT_PLAN,)),
     "customer.subscription.resumed": EventType("subscription", True, (COMMIT_PLAN,)),
-    "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,)),
-    "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,), twin_of="invoice.paid"),
+    "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT)),
+    "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT),
+                                           twin_of="invoice.paid"),
     "invoice.payment_failed": EventType("invoice", False, (COMMIT_PLAN,)),
     "customer.updated": EventType("customer", False, (COMMIT_PAYMENT_METHOD,)),
     # A card saved with a SetupIntent (the card form, or a trial's pending SetupIntent).
@@ -59,7 +61,7 @@ SUBSCRIPTION_WRITING_TYPES = frozenset(name for name, spec in EVENT_TYPES.items(
 
 
 def handled_by(listener):
-    """Return the event types ``listener`` (``COMMIT_PLAN`` or ``COMMIT_PAYMENT_METHOD``) acts on."""
+    """Return the event types ``listener`` (``COMMIT_PLAN``, ``COMMIT_PAYMENT_METHOD``, ``SEND_RECEIPT``) acts on."""
     return frozenset(name for name, spec in EVENT_TYPES.items() if listener in spec.listeners)
 
 

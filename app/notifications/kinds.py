@@ -34,4 +34,7 @@ NOTIFICATION_KINDS = {
                         "data: subscription, from, to (quantity).",
     "trial_started": "customer.subscription.created of a trialing subscription (a free trial, "
                      "PROVIDER_TRIAL_DAYS). data: subscription, trial_end.",
+    "payment_succeeded": "invoice.paid with amount_paid > 0 (a receipt; once per invoice, however often Stripe "
+                         "delivers it). data: invoice, amount_paid (minor units), currency, hosted_invoice_url, "
+                         "invoice_pdf.",
 }
