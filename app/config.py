@@ -175,6 +175,10 @@ DEFAULTS = {
     "PROVIDER_PRORATION": "create_prorations",
     "PROVIDER_TRIAL_DAYS": "0",
     "PROVIDER_CALLS_RATE_LIMIT": "60 per minute",
+    # Selling (CONTRACT "Additions (fourth round)"): see ``_selling``.
+    "PROVIDER_CATALOG_TTL": "300",
+    "PROVIDER_AUTOMATIC_TAX": "",
+    "CHECKOUT_ALLOWED_HOSTS": "",
 }
 
 LIVEMODES = ("live", "test", "any")
@@ -238,6 +242,32 @@ def validate(config):
     if not str(config.get("FREE_PLAN") or "").strip():
         raise ConfigError("FREE_PLAN must name the plan of a user with no valid subscription")
     _notification_channels(config)
+    _selling(config)
+
+
+# The client app's pages of the account emails (CONTRACT "Accounts"), whose hosts are the default
+# of CHECKOUT_ALLOWED_HOSTS; read with these defaults wherever they are not configured yet.
+APP_URL_DEFAULTS = {"APP_URL_VERIFY_EMAIL": "http://localhost:3000/verify-email?token={token}",
+                    "APP_URL_RESET_PASSWORD": "http://localhost:3000/reset-password?token={token}"}
+
+
+def _selling(config):
+    """``PROVIDER_CATALOG_TTL`` (seconds, >= 0), ``PROVIDER_AUTOMATIC_TAX`` (a flag) and
+    ``CHECKOUT_ALLOWED_HOSTS`` (a frozenset of lower-case host names; default: the hosts of ``APP_URL_*``)."""
+    ttl = _int_or_none("PROVIDER_CATALOG_TTL", config["PROVIDER_CATALOG_TTL"])
+    if ttl is None:
+        raise ConfigError("PROVIDER_CATALOG_TTL must be set to a whole number of seconds")
+    config["PROVIDER_CATALOG_TTL"] = ttl
+    config["PROVIDER_AUTOMATIC_TAX"] = _flag(config["PROVIDER_AUTOMATIC_TAX"])
+    raw = config["CHECKOUT_ALLOWED_HOSTS"]
+    if isinstance(raw, str):
+        hosts = [host.strip() for host in raw.split(",") if host.strip()]
+    else:
+        hosts = list(raw)
+    if not hosts:
+        urls = [config.get(name, default) for name, default in APP_URL_DEFAULTS.items()]
+        hosts = [urlsplit(url).hostname for url in urls if urlsplit(str(url)).hostname]
+    config["CHECKOUT_ALLOWED_HOSTS"] = frozenset(str(host).lower() for host in hosts)
 
 
 def require_serving(config):

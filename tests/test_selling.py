@@ -6,8 +6,12 @@ goes to a real SMTP server.
 import json
 
 import pytest
+from sqlalchemy import select
 
+from app.extensions import db
+from app.models import Notification, User
 from tests import test_subscription_management
+from tests.conftest import deliver, load_event
 from tests.signing import sign
 from tests.test_billing_flow import start_flow
 from tests.test_notification_delivery import mail_config, work
@@ -72,3 +76,68 @@ def test_an_invoice_that_took_no_money_sends_no_receipt(flow):
     flow.intent()
     assert "invoice.paid" in flow.deliver()
     assert [kind for kind, _ in notes(flow)] == ["trial_started"], "the trial's zero invoice is paid, for nothing"
+
+
+def catalogue(flow, **headers):
+    return flow.client.get("/plans", headers=headers)
+
+
+def test_the_catalogue_is_read_from_stripe_once_and_cached(flow):
+    flow.app.config["PROVIDER_TRIAL_DAYS"] = 7
+    first = catalogue(flow)
+    assert first.status_code == 200 and first.headers["Cache-Control"] == "public, no-cache"
+    plans = first.json["data"]
+    assert [plan["plan"] for plan in plans] == ["basic", "pro", "team", "business", "max"], "PROVIDER_PLANS' order"
+    product = flow.stripe.v1.prices.retrieve(flow.prices["basic"]).product
+    assert plans[0] == {"plan": "basic", "price": flow.prices["basic"], "product": product, "name": "Service",
+                        "description": None, "unit_amount": 900, "currency": "usd", "interval": "month",
+                        "interval_count": 1, "trial_days": 7}
+    before = requests_to(flow, "GET /v1/prices")
+    for _ in range(5):
+        assert catalogue(flow).json == first.json
+    assert requests_to(flow, "GET /v1/prices") == before, "served from the process's copy"
+    not_modified = catalogue(flow, **{"If-None-Match": first.headers["ETag"]})
+    assert not_modified.status_code == 304 and not_modified.data == b""
+
+
+def requests_to(flow, resource):
+    return flow.emulator.control("GET", "requests")["by_resource"].get(resource, 0)
+
+
+def test_a_price_or_product_webhook_refreshes_every_workers_catalogue(flow, make_app):
+    other = make_app(PROVIDER_WEBHOOK_SECRET=flow.app.config["PROVIDER_WEBHOOK_SECRET"])  # another worker
+    assert len(catalogue(flow).json["data"]) == 5 and len(other.test_client().get("/plans").json["data"]) == 5
+    flow.stripe.v1.prices.update(flow.prices["max"], params={"active": False})
+    product = flow.stripe.v1.prices.retrieve(flow.prices["basic"]).product
+    flow.stripe.v1.products.update(product, params={"description": "Everything you need"})
+    assert flow.deliver() == ["price.updated", "product.updated"]
+    for client in (flow.client, other.test_client()):
+        plans = client.get("/plans").json["data"]
+        assert [plan["plan"] for plan in plans] == ["basic", "pro", "team", "business"], "an archived price"
+        assert {plan["description"] for plan in plans} == {"Everything you need"}
+
+
+def test_the_catalogue_is_read_again_after_its_ttl(flow):
+    flow.app.config["PROVIDER_CATALOG_TTL"] = 0
+    before = requests_to(flow, "GET /v1/prices")
+    catalogue(flow)
+    catalogue(flow)
+    assert requests_to(flow, "GET /v1/prices") == before + 2
+
+
+def test_the_catalogue_is_503_when_stripe_cannot_be_read(flow):
+    flow.emulator.add_fault("/v1/prices", status=500, count=1)
+    refused = catalogue(flow)
+    assert refused.status_code == 503 and refused.json["error"]["code"] == "provider_unavailable"
+
+
+def test_a_paid_one_off_invoice_sends_a_receipt_and_its_legacy_twin_none(app, client):
+    with app.app_context():
+        db.session.add(User(email="pay@example.com", password_hash="x", provider_id="cus_00000000000000"))
+        db.session.commit()
+    for name in ("17", "18", "17"):  # invoice.paid, its twin invoice.payment_succeeded, a redelivery
+        assert deliver(client, load_event(name)).status_code == 200
+    with app.app_context():
+        receipts = db.session.scalars(select(Notification)).all()
+    assert [(n.kind, n.data["amount_paid"], n.data["currency"]) for n in receipts] == [
+        ("payment_succeeded", 2000, "usd")]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 COMMIT_PLAN = "commit_plan"
 COMMIT_PAYMENT_METHOD = "commit_payment_method"
 SEND_RECEIPT = "send_receipt"
+REFRESH_CATALOG = "refresh_catalog"
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class EventType:
     writes_subscription: bool
     listeners: tuple
     twin_of: str | None = None
+    # False for the account's catalogue (products, prices): no customer, acted on without a user.
+    customer_bound: bool = True
 
 
 EVENT_TYPES = {
@@ -48,6 +51,9 @@ EVENT_TYPES = {
     "customer.updated": EventType("customer", False, (COMMIT_PAYMENT_METHOD,)),
     # A card saved with a SetupIntent (the card form, or a trial's pending SetupIntent).
     "setup_intent.succeeded": EventType("setup_intent", False, (COMMIT_PAYMENT_METHOD,)),
+    # The plan catalogue (GET /plans) changed at Stripe: every worker reads it again.
+    **{f"{family}.{change}": EventType(family, False, (REFRESH_CATALOG,), customer_bound=False)
+       for family in ("product", "price") for change in ("created", "updated", "deleted")},
 }
 
 # What an endpoint at the provider must send (SPEC 4 rule 6); a legacy twin is not needed.
@@ -56,12 +62,15 @@ REQUIRED_EVENT_TYPES = tuple(name for name, spec in EVENT_TYPES.items() if spec.
 # The object each handled type must carry; other types are acknowledged whatever they carry.
 EXPECTED_OBJECT = {name: spec.object for name, spec in EVENT_TYPES.items()}
 
+# The types that name no customer: processed without a user (the catalogue's).
+ACCOUNT_TYPES = frozenset(name for name, spec in EVENT_TYPES.items() if not spec.customer_bound)
+
 # The types whose object is written into the subscription row before the listeners run.
 SUBSCRIPTION_WRITING_TYPES = frozenset(name for name, spec in EVENT_TYPES.items() if spec.writes_subscription)
 
 
 def handled_by(listener):
-    """Return the event types ``listener`` (``COMMIT_PLAN``, ``COMMIT_PAYMENT_METHOD``, ``SEND_RECEIPT``) acts on."""
+    """Return the event types ``listener`` (one of the names above, e.g. ``COMMIT_PLAN``) acts on."""
     return frozenset(name for name, spec in EVENT_TYPES.items() if listener in spec.listeners)
 
 

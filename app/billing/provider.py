@@ -81,6 +81,13 @@ class SubscriptionProvider(ABC):
         """
 
     @abstractmethod
+    def list_recurring_prices(self):
+        """Return every active recurring price, each with its ``product`` expanded (a dict).
+
+        Stripe's ``GET /v1/prices?active=true&type=recurring``, all pages; ``unit_amount`` in minor units.
+        """
+
+    @abstractmethod
     def retrieve_subscription(self, subscription_id):
         """Return the live subscription with ``latest_invoice.confirmation_secret`` and ``pending_setup_intent``."""
 

@@ -20,6 +20,7 @@ from stripe.params import (
     InvoiceCreatePreviewParamsSubscriptionDetails,
     InvoiceListParams,
     InvoicePayParams,
+    PriceListParams,
     SetupIntentCreateParams,
     SubscriptionCancelParams,
     SubscriptionCreateParams,
@@ -212,6 +213,12 @@ class StripeProvider(SubscriptionProvider):
                 if exc.code == "resource_missing":
                     raise UnknownPrice.for_price(price_id) from exc
                 raise
+
+    def list_recurring_prices(self):
+        params: PriceListParams = {"active": True, "type": "recurring", "limit": 100, "expand": ["data.product"]}
+        with _provider_call("list prices"):
+            page = self._v1.prices.list(params=params)
+            return [price.to_dict() for price in page.auto_paging_iter()]
 
     def retrieve_subscription(self, subscription_id):
         params: SubscriptionRetrieveParams = {"expand": SUBSCRIPTION_EXPAND}

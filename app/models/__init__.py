@@ -1,4 +1,5 @@
 """The models, importable from one place so Alembic sees every table."""
+from app.models.catalog import CatalogVersion
 from app.models.delivery import NotificationDelivery
 from app.models.idempotency import IdempotencyKey
 from app.models.subscription import Subscription, SubscriptionItem, TrialFingerprint
@@ -6,5 +7,6 @@ from app.models.token import AccessToken, RotatedToken
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
-__all__ = ["AccessToken", "FailedWebhookEvent", "IdempotencyKey", "Notification", "NotificationDelivery",
-           "RotatedToken", "Subscription", "SubscriptionItem", "TrialFingerprint", "User", "WebhookEvent"]
+__all__ = ["AccessToken", "CatalogVersion", "FailedWebhookEvent", "IdempotencyKey", "Notification",
+           "NotificationDelivery", "RotatedToken", "Subscription", "SubscriptionItem", "TrialFingerprint", "User",
+           "WebhookEvent"]

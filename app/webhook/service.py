@@ -11,7 +11,7 @@ from flask import current_app
 from sqlalchemy import bindparam, text
 
 from app.billing import objects, state
-from app.billing.events import EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
+from app.billing.events import ACCOUNT_TYPES, EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
 from app.billing.provider import get_provider
 from app.errors import InvalidPayload, ProviderRejected, ServiceUnavailable
 from app.extensions import db
@@ -137,7 +137,8 @@ def process_event(event):
 
     The one path of deliveries and replays: the ledger, the ordering guard, ``webhook_handled``.
     Ignored: an event of the other mode (``PROVIDER_LIVEMODE``, not even recorded, as Pay does), of
-    an unknown customer, or naming another user's subscription. Processing it, or finding it
+    an unknown customer, or naming another user's subscription. The account's catalogue events
+    (``ACCOUNT_TYPES``) name no customer and reach the listeners with ``user=None``. Processing it, or finding it
     processed already, resolves its failure record. Raises ``ProviderUnavailable`` or any other
     error (5xx) when processing fails; the caller commits, or rolls back.
     """
@@ -149,7 +150,7 @@ def process_event(event):
     if not first:
         return "duplicate"
     user = state.lock_customer(objects.customer_id_of(event["data"]["object"]))
-    if user is None:
+    if user is None and event["type"] not in ACCOUNT_TYPES:
         return "ignored"
     writer = WRITERS.get(event["type"])
     outcome = writer(get_provider(), user, event) if writer is not None else None

@@ -1,0 +1,31 @@
+"""catalog_version: the version of the plan catalogue, moved by product.* and price.* webhooks
+
+Revision ID: 0012
+Revises: 0010
+Create Date: 2026-11-24 21:30:00
+
+"""
+from alembic import op
+import sqlalchemy as sa
+
+
+# revision identifiers, used by Alembic.
+revision = '0012'
+down_revision = '0010'
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    # No row yet: the first webhook inserts it (an upsert), and a missing row reads as version 0.
+    op.create_table(
+        'catalog_version',
+        sa.Column('id', sa.Integer(), nullable=False),
+        sa.Column('version', sa.BigInteger(), nullable=False),
+        sa.Column('changed_at', sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint('id', name=op.f('pk_catalog_version')),
+    )
+
+
+def downgrade():
+    op.drop_table('catalog_version')
