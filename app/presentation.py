@@ -19,6 +19,24 @@ class PendingUpdateSchema(Schema):
                                 metadata={"description": "Unix seconds; unpaid by then, the change is dropped"})
 
 
+class CouponSchema(Schema):
+    id = fields.String(required=True)
+    percent_off = fields.Float(allow_none=True, required=True)
+    amount_off = fields.Integer(allow_none=True, required=True, metadata={"description": "Minor units of currency"})
+    currency = fields.String(allow_none=True, required=True)
+    duration = fields.String(allow_none=True, required=True, metadata={"description": "once, repeating or forever"})
+    duration_in_months = fields.Integer(allow_none=True, required=True)
+
+
+class DiscountSchema(Schema):
+    """Stripe's discount of the subscription (its first), as Stripe has it."""
+
+    coupon = fields.Nested(CouponSchema, required=True)
+    promotion_code = fields.String(allow_none=True, required=True, metadata={"description": "Provider id (promo_...)"})
+    end = fields.Integer(allow_none=True, required=True,
+                         metadata={"description": "Unix seconds a repeating discount ends; null otherwise"})
+
+
 class SubscriptionSchema(Schema):
     id = fields.String(required=True, metadata={"description": "Provider subscription id"})
     status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
@@ -33,6 +51,7 @@ class SubscriptionSchema(Schema):
     pending_update = fields.Nested(PendingUpdateSchema, allow_none=True, required=True, metadata={
         "description": "A price or seat change waiting for its invoice to be paid; price and seat changes are "
                        "409 payment_pending until it is paid or expires"})
+    discount = fields.Nested(DiscountSchema, allow_none=True, required=True)
 
 
 class InvoiceSchema(Schema):
@@ -84,7 +103,12 @@ def present_subscription(subscription, now=None):
         "quantity": subscription.quantity,
         "trial_end": subscription.trial_ends_at,
         "pending_update": _pending_update(subscription, now),
+        "discount": _discount(subscription.discount),
     }
+
+
+def _discount(stored):
+    return {name: stored.get(name) for name in ("coupon", "promotion_code", "end")} if stored else None
 
 
 def _pending_update(subscription, now):

@@ -141,3 +141,84 @@ def test_a_paid_one_off_invoice_sends_a_receipt_and_its_legacy_twin_none(app, cl
         receipts = db.session.scalars(select(Notification)).all()
     assert [(n.kind, n.data["amount_paid"], n.data["currency"]) for n in receipts] == [
         ("payment_succeeded", 2000, "usd")]
+
+
+def promotion(flow, code="LAUNCH20", **coupon):
+    """A coupon (20 % off forever unless given) and an active promotion code ``code`` pointing at it."""
+    made = flow.stripe.v1.coupons.create(params=coupon or {"percent_off": 20, "duration": "forever"})
+    return flow.stripe.v1.promotion_codes.create(params={"promotion": {"type": "coupon", "coupon": made.id},
+                                                         "code": code})
+
+
+def changes_at_stripe(flow):
+    """The API requests that change something at Stripe, by resource (``GET /_emulator/requests``)."""
+    counts = flow.emulator.control("GET", "requests")["by_resource"]
+    return {resource: n for resource, n in counts.items() if not resource.startswith("GET ")}
+
+
+def test_a_refused_promotion_code_changes_nothing_at_stripe(flow):
+    inactive = promotion(flow, "OLD10")
+    flow.stripe.v1.promotion_codes.update(inactive.id, params={"active": False})
+    before = changes_at_stripe(flow)
+    for code in ("NOPE", "OLD10"):
+        refused = flow.client.post("/subscription/intent", json={"price": flow.prices["basic"], "promotion_code": code},
+                                   headers=flow.headers)
+        assert refused.status_code == 422 and refused.json["error"]["code"] == "invalid_promotion_code", code
+        assert refused.json["error"]["details"] == {"promotion_code": code}
+    assert changes_at_stripe(flow) == before, "refused before the customer or subscription is created"
+
+    subscribe(flow)
+    before = changes_at_stripe(flow)
+    refused = flow.client.post("/subscription/swap", json={"price": flow.prices["pro"], "promotion_code": "NOPE"},
+                               headers=flow.headers)
+    assert refused.status_code == 422 and refused.json["error"]["code"] == "invalid_promotion_code"
+    shown = flow.client.get(f"/subscription/swap/preview?price={flow.prices['pro']}&promotion_code=OLD10",
+                            headers=flow.headers)
+    assert shown.status_code == 422 and shown.json["error"]["code"] == "invalid_promotion_code"
+    assert changes_at_stripe(flow) == before
+
+
+def test_an_intent_with_a_promotion_code_is_discounted_as_stripe_has_it(flow):
+    code = promotion(flow)
+    body = {"price": flow.prices["basic"], "promotion_code": "launch20"}  # as typed: Stripe ignores the case
+    started = flow.client.post("/subscription/intent", json=body, headers=flow.headers)
+    assert started.status_code == 201, started.json
+    assert started.json["subscription"]["discount"] == {
+        "coupon": {"id": code.promotion.coupon, "percent_off": 20.0, "amount_off": None, "currency": None,
+                   "duration": "forever", "duration_in_months": None},
+        "promotion_code": code.id, "end": None}
+    flow.pay(started.json["client_secret"])
+    flow.deliver()
+    (invoice,) = flow.client.get("/subscription/invoices", headers=flow.headers).json["data"]
+    assert (invoice["amount_paid"], invoice["status"]) == (720, "paid")
+    assert flow.me()["subscription"]["discount"]["promotion_code"] == code.id, "webhooks keep it"
+    assert [data["amount_paid"] for _, data in notes(flow, "payment_succeeded")] == [720]
+
+
+def test_a_swap_preview_with_a_code_shows_the_discounted_charge_and_the_swap_charges_it(flow):
+    subscribe(flow)
+    promotion(flow, "HALF", percent_off=50, duration="forever")
+    plain = flow.client.get(f"/subscription/swap/preview?price={flow.prices['pro']}", headers=flow.headers).json
+    shown = flow.client.get(f"/subscription/swap/preview?price={flow.prices['pro']}&promotion_code=HALF",
+                            headers=flow.headers).json
+    assert 0 < shown["amount_due"] < plain["amount_due"]
+    swapped = flow.client.post("/subscription/swap", json={
+        "price": flow.prices["pro"], "promotion_code": "HALF", "proration_date": shown["proration_date"]},
+        headers=flow.headers)
+    assert swapped.status_code == 200, swapped.json
+    assert swapped.json["subscription"]["price"] == flow.prices["pro"]
+    assert swapped.json["subscription"]["discount"]["coupon"]["percent_off"] == 50.0
+    charged = flow.client.get("/subscription/invoices", headers=flow.headers).json["data"][0]
+    assert (charged["amount_paid"], charged["status"]) == (shown["amount_due"], "paid")
+
+
+def test_a_declined_swap_with_a_code_changes_nothing(flow):
+    subscription_id = subscribe(flow)
+    promotion(flow, "HALF", percent_off=50, duration="forever")
+    test_subscription_management.use_card(flow, subscription_id, "pm_card_chargeCustomerFail")
+    refused = flow.client.post("/subscription/swap", json={"price": flow.prices["pro"], "promotion_code": "HALF"},
+                               headers=flow.headers)
+    assert refused.status_code == 402 and refused.json["error"]["code"] == "payment_required"
+    live = flow.stripe.v1.subscriptions.retrieve(subscription_id)
+    assert live["items"].data[0].price.id == flow.prices["basic"]
+    assert live.discounts == [], "no discount on the old price"

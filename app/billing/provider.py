@@ -30,6 +30,10 @@ class InvalidProrationDate(AppError):
         return cls("The request body is not valid.", details={"proration_date": [message]})
 
 
+class ChangeDeclined(Exception):  # noqa: N818 (a decision, not a fault)
+    """Stripe refused a subscription change because its charge was declined (``error_if_incomplete``)."""
+
+
 class SubscriptionProvider(ABC):
     """What the service needs from a payment provider. Every call may raise ``ProviderUnavailable``."""
 
@@ -62,9 +66,9 @@ class SubscriptionProvider(ABC):
         """Return the payment intent."""
 
     @abstractmethod
-    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0):
+    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None):
         """Create a subscription awaiting payment; ``latest_invoice.confirmation_secret`` and
-        ``pending_setup_intent`` expanded.
+        ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``.
 
         Uses ``payment_behavior=default_incomplete`` and
         ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT). With
@@ -79,6 +83,11 @@ class SubscriptionProvider(ABC):
 
         Raises ``UnknownPrice`` (422) when the provider has no such price.
         """
+
+    @abstractmethod
+    def find_promotion_code(self, code):
+        """Return the active promotion code ``code`` (case-insensitive, as Stripe matches it) with
+        ``promotion.coupon`` expanded, or ``None`` when no active one has it."""
 
     @abstractmethod
     def list_recurring_prices(self):
@@ -100,7 +109,8 @@ class SubscriptionProvider(ABC):
         """Update the subscription with Stripe's update ``params`` and return it as Stripe answered.
 
         ``latest_invoice.confirmation_secret`` is expanded (a change's unpaid invoice is confirmed
-        with it). Raises ``UnknownPrice`` (422) when the provider knows no price given in ``items``.
+        with it). Raises ``UnknownPrice`` (422) when the provider knows no price given in ``items``,
+        ``ChangeDeclined`` when Stripe refused it for a declined charge (``error_if_incomplete``).
         """
 
     @abstractmethod
@@ -111,8 +121,9 @@ class SubscriptionProvider(ABC):
         """
 
     @abstractmethod
-    def preview_invoice(self, subscription_id, subscription_details=None):
-        """Return the invoice the subscription's change (``subscription_details``) or next renewal makes.
+    def preview_invoice(self, subscription_id, subscription_details=None, promotion_code=None):
+        """Return the invoice the subscription's change (``subscription_details``) or next renewal makes,
+        discounted by the promotion code id ``promotion_code`` instead of the subscription's discounts.
 
         Stripe's ``POST /v1/invoices/create_preview``; amounts in minor units. ``None`` when nothing
         renews (Stripe's ``invoice_upcoming_none``).

@@ -21,6 +21,7 @@ from stripe.params import (
     InvoiceListParams,
     InvoicePayParams,
     PriceListParams,
+    PromotionCodeListParams,
     SetupIntentCreateParams,
     SubscriptionCancelParams,
     SubscriptionCreateParams,
@@ -33,7 +34,7 @@ from stripe.params import (
 from stripe.params.billing_portal import SessionCreateParams
 
 from app import jsonbody
-from app.billing.provider import InvalidProrationDate, SubscriptionProvider
+from app.billing.provider import ChangeDeclined, InvalidProrationDate, SubscriptionProvider
 from app.errors import (
     InvalidJson,
     InvalidSignature,
@@ -46,7 +47,8 @@ from app.pagination import InvalidCursor
 log = logging.getLogger(__name__)
 
 # The client secrets a client confirms: the first invoice's payment, or a trial's SetupIntent.
-SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret", "pending_setup_intent"]
+# Its discounts with their coupons: the row shows them (CONTRACT "Selling": Subscription ``discount``).
+SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret", "pending_setup_intent", "discounts.source.coupon"]
 
 # Stripe keeps a billing portal session usable for a few minutes; within one window of this many
 # seconds a retried or repeated request gets the same session, after it a fresh one.
@@ -190,7 +192,7 @@ class StripeProvider(SubscriptionProvider):
         with _provider_call("retrieve payment intent"):
             return self._v1.payment_intents.retrieve(payment_intent_id).to_dict()
 
-    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0):
+    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None):
         params: SubscriptionCreateParams = {
             "customer": customer_id,
             "items": [{"price": price}],
@@ -198,6 +200,8 @@ class StripeProvider(SubscriptionProvider):
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": SUBSCRIPTION_EXPAND,
         }
+        if promotion_code:
+            params["discounts"] = [{"promotion_code": promotion_code}]
         if trial_days:
             params["trial_period_days"] = trial_days
             params["trial_settings"] = {"end_behavior": {"missing_payment_method": "pause"}}
@@ -213,6 +217,13 @@ class StripeProvider(SubscriptionProvider):
                 if exc.code == "resource_missing":
                     raise UnknownPrice.for_price(price_id) from exc
                 raise
+
+    def find_promotion_code(self, code):
+        params: PromotionCodeListParams = {"code": code, "active": True, "limit": 1,
+                                           "expand": ["data.promotion.coupon"]}
+        with _provider_call("find promotion code"):
+            found = self._v1.promotion_codes.list(params=params).data
+        return found[0].to_dict() if found else None
 
     def list_recurring_prices(self):
         params: PriceListParams = {"active": True, "type": "recurring", "limit": 100, "expand": ["data.product"]}
@@ -248,6 +259,11 @@ class StripeProvider(SubscriptionProvider):
             try:
                 answer = self._v1.subscriptions.update(subscription_id, params=expanded,
                                                        options={"idempotency_key": idempotency_key})
+            except stripe.CardError as exc:
+                if params.get("payment_behavior") != "error_if_incomplete":
+                    raise
+                log.info("update of subscription %s declined: %s", subscription_id, _one_line(exc))
+                raise ChangeDeclined() from exc
             except stripe.IdempotencyError:
                 # The key's request went through before, with parameters decided from a state that
                 # has moved on since (a retried upgrade that is now a downgrade): it is done, and
@@ -264,10 +280,13 @@ class StripeProvider(SubscriptionProvider):
         return self._now_if_replayed(answer)
 
     def preview_invoice(self, subscription_id,
-                        subscription_details: InvoiceCreatePreviewParamsSubscriptionDetails | None = None):
+                        subscription_details: InvoiceCreatePreviewParamsSubscriptionDetails | None = None,
+                        promotion_code=None):
         params: InvoiceCreatePreviewParams = {"subscription": subscription_id}
         if subscription_details:
             params["subscription_details"] = subscription_details
+        if promotion_code:
+            params["discounts"] = [{"promotion_code": promotion_code}]
         with _provider_call("preview invoice"), _client_values_refused(subscription_details or {}):
             try:
                 return self._v1.invoices.create_preview(params=params).to_dict()

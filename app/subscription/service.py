@@ -33,7 +33,7 @@ def _open_subscription(user):
     return max(incomplete, key=lambda s: s.id, default=None)
 
 
-def create_intent(user, price):
+def create_intent(user, price, promotion_code=None):
     """Start (or resume) a subscription to ``price``; return ``(Subscription, client_secret, created)``.
 
     CONTRACT "/subscription/intent" and SPEC 4 rule 4: with a local incomplete subscription the
@@ -45,7 +45,9 @@ def create_intent(user, price):
     price is cancelled and a new one is created, a free trial when it is the user's first
     (``_trial_days``), whose ``client_secret`` is then its pending SetupIntent's. A per-user
     lock held to the end of the transaction makes concurrent calls create one subscription.
-    Raises ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
+    ``promotion_code`` is a resolved promotion code id (``promotions.resolve``): the new subscription
+    carries its discount, and a pending one is reused only with the same. Raises ``UnknownPrice``
+    (422) and ``ProviderUnavailable`` (503).
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
@@ -63,7 +65,7 @@ def create_intent(user, price):
     if stuck is not None:
         raise AlreadySubscribed.needs_card(stuck.provider_status)
     pending = _open_subscription(user)
-    if pending is not None and pending.provider_price == price:
+    if pending is not None and pending.provider_price == price and _promotion_of(pending) == promotion_code:
         live = provider.retrieve_subscription(pending.provider_id)
         return pending, objects.client_secret_of(live), False
     if pending is not None:
@@ -71,11 +73,18 @@ def create_intent(user, price):
     attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
     trial_days = _trial_days(user, provider)
     # The trial is in the key: Stripe refuses a key reused with other parameters.
-    key = f"subscription-{user.idempotency_token}-{attempt}-{price}" + (f"-trial-{trial_days}" if trial_days else "")
-    live = provider.create_subscription(ensure_customer(user), price, key, trial_days=trial_days)
+    key = (f"subscription-{user.idempotency_token}-{attempt}-{price}" + (f"-trial-{trial_days}" if trial_days else "")
+           + (f"-{promotion_code}" if promotion_code else ""))
+    live = provider.create_subscription(ensure_customer(user), price, key, trial_days=trial_days,
+                                        promotion_code=promotion_code)
     subscription = state.apply_subscription(user, live, state.live_as_of())
     plans.recompute_plan(user)
     return subscription, objects.client_secret_of(live), True
+
+
+def _promotion_of(subscription):
+    """The promotion code id of the subscription's discount, or ``None``."""
+    return (subscription.discount or {}).get("promotion_code")
 
 
 def _trial_days(user, provider):

@@ -52,7 +52,9 @@ def write_subscription(provider, user, event):
         return "ignored"
     if state.is_stale(existing, as_of):
         return "stale"
-    if existing is not None and as_of == existing.provider_updated_at:
+    # A tie cannot be ordered; a discount named by id only cannot be shown: the live object says both.
+    unread = objects.discount_of(obj, existing.discount if existing else None) is objects.UNREAD
+    if (existing is not None and as_of == existing.provider_updated_at) or unread:
         try:
             obj = provider.retrieve_subscription(obj["id"])
         except ProviderRejected:

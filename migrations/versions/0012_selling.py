@@ -1,4 +1,5 @@
-"""catalog_version: the version of the plan catalogue, moved by product.* and price.* webhooks
+"""catalog_version: the version of the plan catalogue, moved by product.* and price.* webhooks;
+subscriptions.discount: Stripe's discount of the subscription
 
 Revision ID: 0012
 Revises: 0010
@@ -25,7 +26,11 @@ def upgrade():
         sa.Column('changed_at', sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint('id', name=op.f('pk_catalog_version')),
     )
+    with op.batch_alter_table('subscriptions', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('discount', sa.JSON(), nullable=True))
 
 
 def downgrade():
+    with op.batch_alter_table('subscriptions', schema=None) as batch_op:
+        batch_op.drop_column('discount')
     op.drop_table('catalog_version')

@@ -12,6 +12,7 @@ from . import control
 from .core.http import json_response
 from .core.store import Store, StripeError
 from .customers import responses as customers
+from .discounts import responses as discounts
 from .intents import responses as intents
 from .invoices import responses as invoices
 from .pages import hosted_invoice, portal, portal_sessions
@@ -20,7 +21,7 @@ from .subscriptions import responses as subscriptions
 from .webhooks import responses as webhooks
 from .webhooks.delivery import Delivery
 
-BLUEPRINTS = (products.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp, webhooks.bp,
+BLUEPRINTS = (products.bp, discounts.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp, webhooks.bp,
               portal_sessions.bp, portal.bp, hosted_invoice.bp, control.bp)
 
 

@@ -34,6 +34,8 @@ PREFIX_COLLECTION = {
     "prod_": "products",
     "price_": "prices",
     "bps_": "portal_sessions",
+    "promo_": "promotion_codes",
+    "di_": "discounts",
 }
 
 COLLECTION_NAMES = {
@@ -48,6 +50,9 @@ COLLECTION_NAMES = {
     "products": "product",
     "prices": "price",
     "portal_sessions": "billing portal session",
+    "promotion_codes": "promotion code",
+    "discounts": "discount",
+    "coupons": "coupon",
 }
 
 
@@ -104,6 +109,9 @@ class Store:
             self.products: dict[str, dict] = {}
             self.prices: dict[str, dict] = {}
             self.portal_sessions: dict[str, dict] = {}
+            self.coupons: dict[str, dict] = {}
+            self.promotion_codes: dict[str, dict] = {}
+            self.discounts: dict[str, dict] = {}
             self.idempotency: dict[tuple[str, str], dict] = {}
             self.faults: list[dict] = []
             self.fail_next_renewal: set[str] = set()
@@ -140,7 +148,8 @@ class Store:
 
     def lookup(self, obj_id: str) -> dict | None:
         collection = self.collection_for(obj_id)
-        return getattr(self, collection).get(obj_id) if collection else None
+        # A coupon's id is whatever its creator chose (``LAUNCH20``): no prefix tells it apart.
+        return getattr(self, collection).get(obj_id) if collection else self.coupons.get(obj_id)
 
     # -- events --------------------------------------------------------------
     def emit(self, type_: str, obj: dict, previous: dict | None = None) -> dict | None:
