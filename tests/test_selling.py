@@ -6,8 +6,10 @@ goes to a real SMTP server.
 import json
 
 import pytest
+import requests
 from sqlalchemy import select
 
+from app.billing.events import REQUIRED_EVENT_TYPES
 from app.extensions import db
 from app.models import Notification, User
 from tests import test_subscription_management
@@ -222,3 +224,75 @@ def test_a_declined_swap_with_a_code_changes_nothing(flow):
     live = flow.stripe.v1.subscriptions.retrieve(subscription_id)
     assert live["items"].data[0].price.id == flow.prices["basic"]
     assert live.discounts == [], "no discount on the old price"
+
+
+URLS = {"success_url": "http://localhost:3000/welcome", "cancel_url": "http://localhost:3000/plans"}
+
+
+def checkout(flow, plan="basic", expect=201, **extra):
+    response = flow.client.post("/subscription/checkout", json={"price": flow.prices[plan], **URLS, **extra},
+                                headers=flow.headers)
+    assert response.status_code == expect, response.json
+    return response.json
+
+
+def complete(flow, session_id, card="pm_card_visa"):
+    answer = requests.post(f"{flow.emulator.url}/_emulator/checkout_sessions/{session_id}/complete",
+                           json={"payment_method": card}, timeout=10)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def events_since(flow, count):
+    """The events Stripe sent an endpoint for since ``count`` events existed, oldest first, as dicts."""
+    page = flow.stripe.v1.events.list(params={"limit": 100}).data
+    wanted = set(REQUIRED_EVENT_TYPES)
+    return [json.loads(str(e)) for e in reversed(page[:len(page) - count]) if e.type in wanted]
+
+
+ORDERS = {
+    "completed_first": lambda events, done: [done, *events],
+    "completed_last": lambda events, done: [*events, done],
+    "completed_between": lambda events, done: [events[0], done, *events[1:]],
+    "completed_twice": lambda events, done: [done, *events, done, {**done, "id": done["id"] + "_again"}],
+}
+
+
+@pytest.mark.parametrize("order", sorted(ORDERS))
+def test_a_checkout_subscription_ends_active_with_one_subscribed_and_one_receipt_in_any_order(flow, order):
+    session = checkout(flow)
+    assert session["id"].startswith("cs_") and requests.get(session["url"], timeout=10).status_code == 200
+    flow.deliver()
+    before = len(flow.stripe.v1.events.list(params={"limit": 100}).data)
+    completed = complete(flow, session["id"])
+    events = events_since(flow, before)
+    (done,) = [event for event in events if event["type"] == "checkout.session.completed"]
+    for event in ORDERS[order]([event for event in events if event is not done], done):
+        assert resend(flow, event).status_code == 200, event["type"]
+    me = flow.me()
+    assert me["plan"] == "basic" and me["subscription"]["id"] == completed["subscription"]
+    assert me["subscription"]["status"] == "active" and me["card"] == {"brand": "visa", "last4": "4242"}
+    kinds = [kind for kind, _ in notes(flow)]
+    assert sorted(kinds) == ["payment_succeeded", "subscribed"], kinds
+
+
+def test_checkout_urls_must_be_on_the_allowed_hosts(flow):
+    before = changes_at_stripe(flow)
+    for field in ("success_url", "cancel_url"):
+        refused = checkout(flow, expect=422, **{field: "https://evil.example/phish"})["error"]
+        assert refused["code"] == "validation_error" and list(refused["details"]) == [field]
+    assert changes_at_stripe(flow) == before
+    flow.app.config["CHECKOUT_ALLOWED_HOSTS"] = frozenset({"shop.example"})
+    checkout(flow, success_url="https://shop.example/ok", cancel_url="https://SHOP.example/back")
+
+
+def test_a_checkout_with_a_promotion_code_is_discounted_and_a_second_one_refused(flow):
+    promotion(flow)
+    assert checkout(flow, expect=422, promotion_code="NOPE")["error"]["code"] == "invalid_promotion_code"
+    session = checkout(flow, promotion_code="LAUNCH20", quantity=2)
+    completed = complete(flow, session["id"])
+    assert (completed["amount_subtotal"], completed["amount_total"]) == (1800, 1440)
+    flow.deliver()
+    assert flow.me()["subscription"]["discount"]["coupon"]["percent_off"] == 20.0
+    assert flow.me()["subscription"]["quantity"] == 2
+    assert checkout(flow, expect=409)["error"]["code"] == "already_subscribed"

@@ -12,6 +12,7 @@ COMMIT_PLAN = "commit_plan"
 COMMIT_PAYMENT_METHOD = "commit_payment_method"
 SEND_RECEIPT = "send_receipt"
 REFRESH_CATALOG = "refresh_catalog"
+COMMIT_CHECKOUT = "commit_checkout"
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ EVENT_TYPES = {
     "customer.updated": EventType("customer", False, (COMMIT_PAYMENT_METHOD,)),
     # A card saved with a SetupIntent (the card form, or a trial's pending SetupIntent).
     "setup_intent.succeeded": EventType("setup_intent", False, (COMMIT_PAYMENT_METHOD,)),
+    # A Checkout Session was paid: the controller syncs its subscription, whose activating event it is.
+    "checkout.session.completed": EventType("checkout.session", False, (COMMIT_CHECKOUT,)),
+    "checkout.session.async_payment_succeeded": EventType("checkout.session", False, (COMMIT_CHECKOUT,)),
     # The plan catalogue (GET /plans) changed at Stripe: every worker reads it again.
     **{f"{family}.{change}": EventType(family, False, (REFRESH_CATALOG,), customer_bound=False)
        for family in ("product", "price") for change in ("created", "updated", "deleted")},
@@ -64,6 +68,9 @@ EXPECTED_OBJECT = {name: spec.object for name, spec in EVENT_TYPES.items()}
 
 # The types that name no customer: processed without a user (the catalogue's).
 ACCOUNT_TYPES = frozenset(name for name, spec in EVENT_TYPES.items() if not spec.customer_bound)
+
+# The types whose session's subscription the controller syncs (a live read) before the listeners run.
+CHECKOUT_TYPES = frozenset(name for name, spec in EVENT_TYPES.items() if spec.object == "checkout.session")
 
 # The types whose object is written into the subscription row before the listeners run.
 SUBSCRIPTION_WRITING_TYPES = frozenset(name for name, spec in EVENT_TYPES.items() if spec.writes_subscription)

@@ -32,6 +32,7 @@ from stripe.params import (
     WebhookEndpointListParams,
 )
 from stripe.params.billing_portal import SessionCreateParams
+from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateParams
 
 from app import jsonbody
 from app.billing.provider import ChangeDeclined, InvalidProrationDate, SubscriptionProvider
@@ -217,6 +218,27 @@ class StripeProvider(SubscriptionProvider):
                 if exc.code == "resource_missing":
                     raise UnknownPrice.for_price(price_id) from exc
                 raise
+
+    def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
+                                automatic_tax=False):
+        params: CheckoutSessionCreateParams = {
+            "mode": "subscription", "customer": customer_id,
+            "line_items": [{"price": line["price"], "quantity": line["quantity"]}],
+            "success_url": urls["success_url"], "cancel_url": urls["cancel_url"],
+        }
+        if promotion_code:
+            params["discounts"] = [{"promotion_code": promotion_code}]
+        else:
+            params["allow_promotion_codes"] = True
+        if trial_days:
+            params["subscription_data"] = {"trial_period_days": trial_days}
+        if automatic_tax:
+            # Stripe Tax needs the customer's address: the page collects it onto the customer.
+            params["automatic_tax"] = {"enabled": True}
+            params["customer_update"] = {"address": "auto"}
+        with _provider_call("create checkout session"), _client_values_refused({"items": [line]}):
+            return self._v1.checkout.sessions.create(
+                params=params, options={"idempotency_key": idempotency_key}).to_dict()
 
     def find_promotion_code(self, code):
         params: PromotionCodeListParams = {"code": code, "active": True, "limit": 1,

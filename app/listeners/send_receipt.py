@@ -6,24 +6,13 @@ the legacy twin ``invoice.payment_succeeded`` is not acted on, and an invoice al
 another event (Stripe's dashboard "resend", a replayed endpoint) is looked up before notifying, so
 a duplicate delivery never sends a second receipt (pay-rails/pay#612).
 """
-from sqlalchemy import select
-
 from app.billing import objects, state
 from app.billing.events import SEND_RECEIPT, handled_by, is_twin
-from app.extensions import db
-from app.models import Notification
-from app.notifications import notify
+from app.notifications import notified, notify
 from app.signals import webhook_handled
 
 EVENT_TYPES = handled_by(SEND_RECEIPT)
 KIND = "payment_succeeded"
-
-
-def _receipted(user, invoice_id):
-    """Whether ``user`` already has a receipt of the invoice ``invoice_id``."""
-    receipts = db.session.scalars(select(Notification.data).where(Notification.user_id == user.id,
-                                                                  Notification.kind == KIND))
-    return any(data.get("invoice") == invoice_id for data in receipts)
 
 
 def receipt_of(invoice):
@@ -55,6 +44,6 @@ def send_receipt(sender, event, **extra):
         return False
     data = receipt_of(invoice)
     # On the primary type only: Stripe sends invoice.paid and its legacy twin for one payment.
-    if data is not None and not is_twin(event["type"]) and not _receipted(user, data["invoice"]):
+    if data is not None and not is_twin(event["type"]) and not notified(user, KIND, "invoice", data["invoice"]):
         notify(user, event["id"], KIND, data)
     return True

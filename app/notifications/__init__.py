@@ -5,6 +5,7 @@ Delivery goes through a transactional outbox: ``notify`` writes the notification
 (``flask deliver-notifications``, ``app.notifications.outbox``) sends them afterwards.
 """
 from flask import current_app
+from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Notification, NotificationDelivery
@@ -26,3 +27,14 @@ def notify(user, event_id, kind, data):
     for channel in configured_channel_names(current_app.config):
         db.session.add(NotificationDelivery(notification=notification, channel=channel))
         metrics.notification_queued(channel)
+
+
+def notified(user, kind, field, value):
+    """Whether ``user`` already has a ``kind`` notification whose ``data[field]`` is ``value``.
+
+    For the kinds that come once per object whatever events arrive (a receipt per invoice, one
+    ``subscribed`` per subscription), where two different events may call for the same one.
+    """
+    found = db.session.scalars(select(Notification.data).where(Notification.user_id == user.id,
+                                                               Notification.kind == kind))
+    return any((data or {}).get(field) == value for data in found)

@@ -13,7 +13,7 @@ class SubscriptionStateSchema(Schema):
 
 
 # The code a customer types (e.g. LAUNCH20), resolved at Stripe among the active promotion codes.
-def _promotion_code():
+def promotion_code_field():
     return Text(load_default=None, validate=validate.Length(min=1, max=255), metadata={
         "description": "A promotion code as the customer typed it (e.g. LAUNCH20); unknown, inactive, expired or "
                        "not applicable: 422 invalid_promotion_code, and nothing changes"})
@@ -22,7 +22,7 @@ def _promotion_code():
 class IntentRequestSchema(Schema):
     price = Text(required=True, validate=validate.Length(min=1, max=255),
                  metadata={"description": "Provider price id, one of PROVIDER_PLANS"})
-    promotion_code = _promotion_code()
+    promotion_code = promotion_code_field()
 
 
 class IntentSchema(Schema):
@@ -41,12 +41,12 @@ class SwapRequestSchema(Schema):
     proration_date = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1), load_default=None,
                                     metadata={"description": "Unix seconds: the preview's proration_date, so that the "
                                                              "charge is what it showed; at most 10 minutes old"})
-    promotion_code = _promotion_code()
+    promotion_code = promotion_code_field()
 
 
 class SwapPreviewQuerySchema(Schema):
     price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
-    promotion_code = _promotion_code()
+    promotion_code = promotion_code_field()
 
     @pre_load
     def refuse_unknown(self, data, **kwargs):

@@ -4,9 +4,14 @@ import json
 
 from flask import make_response, request
 
-from app.billing import catalog
-from app.subscription.selling_schemas import PlanListSchema
-from app.subscription.views import blp
+from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
+from app.billing import catalog, promotions
+from app.extensions import db
+from app.http import NO_STORE, no_store
+from app.idempotency import idempotent
+from app.subscription import service
+from app.subscription.selling_schemas import CheckoutRequestSchema, CheckoutSchema, PlanListSchema
+from app.subscription.views import KEYED, blp
 
 CATALOG_HEADERS = {
     "ETag": {"description": "A strong validator of the body: send it as If-None-Match to get 304",
@@ -35,3 +40,35 @@ def plans():
     response.set_etag(etag)
     response.headers["Cache-Control"] = "public, no-cache"
     return response
+
+
+@blp.route("/subscription/checkout", methods=["POST"])
+@no_store
+@auth_required
+@ability_required("subscription:write")
+@provider_calls_limited
+@idempotent
+@blp.doc(**KEYED)
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+@blp.arguments(CheckoutRequestSchema)
+@blp.response(201, CheckoutSchema, headers=NO_STORE)
+@blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def checkout(body):
+    """Create a Stripe Checkout Session (mode ``subscription``) for the user's customer; send the browser to ``url``.
+
+    The subscription Stripe creates once the customer paid arrives by webhook
+    (``checkout.session.completed``) and shows as through ``/subscription/intent``. 409
+    ``already_subscribed``; 422 ``unknown_price``, ``invalid_promotion_code`` (before anything
+    changes at Stripe), ``validation_error`` for a ``success_url`` / ``cancel_url`` off
+    ``CHECKOUT_ALLOWED_HOSTS``; 502 ``provider_rejected``; 503 ``provider_unavailable``.
+    """
+    user = current_user_for_update()
+    promotion = promotions.resolve(body["promotion_code"], body["price"], user.provider_id)
+    service.ensure_customer(user)
+    # Committed before the session exists, as for an intent: its webhooks must find the user.
+    db.session.commit()
+    line = {"price": body["price"], "quantity": body["quantity"]}
+    urls = {"success_url": body["success_url"], "cancel_url": body["cancel_url"]}
+    return service.create_checkout(user, line, urls, promotion), 201

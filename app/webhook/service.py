@@ -11,7 +11,7 @@ from flask import current_app
 from sqlalchemy import bindparam, text
 
 from app.billing import objects, state
-from app.billing.events import ACCOUNT_TYPES, EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
+from app.billing.events import ACCOUNT_TYPES, CHECKOUT_TYPES, EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
 from app.billing.provider import get_provider
 from app.errors import InvalidPayload, ProviderRejected, ServiceUnavailable
 from app.extensions import db
@@ -64,9 +64,32 @@ def write_subscription(provider, user, event):
     state.apply_subscription(user, obj, as_of)
 
 
+def write_checkout(provider, user, event):
+    """Sync the subscription of a completed Checkout Session (SPEC 4 ``sync``: a live read, as of now).
+
+    The session names its subscription by id; the live one is written whatever the order of the
+    subscription's own events, which then change nothing older. A session without one (not paid
+    yet), or one Stripe refuses to read, writes nothing.
+    """
+    subscription_id = objects.ref_id(event["data"]["object"].get("subscription"))
+    if not subscription_id:
+        return None
+    if state.owner_of_subscription(subscription_id) not in (None, user.id):
+        log.warning("event %s: subscription %s belongs to another user; ignored", event["id"], subscription_id)
+        return "ignored"
+    try:
+        live = provider.retrieve_subscription(subscription_id)
+    except ProviderRejected:
+        log.warning("subscription %s of event %s is unknown to the provider", subscription_id, event["id"])
+        return None
+    state.apply_subscription(user, live, state.live_as_of())
+    return None
+
+
 # Event type -> row writer (STYLE rule 8), from the table in ``app.billing.events``; every other
 # type writes no row.
 WRITERS = {event_type: write_subscription for event_type in SUBSCRIPTION_WRITING_TYPES}
+WRITERS.update({event_type: write_checkout for event_type in CHECKOUT_TYPES})
 
 
 def check_event(event):

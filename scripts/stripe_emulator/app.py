@@ -9,6 +9,7 @@ from __future__ import annotations
 from flask import Flask, request
 
 from . import control
+from .checkout import responses as checkout
 from .core.http import json_response
 from .core.store import Store, StripeError
 from .customers import responses as customers
@@ -21,8 +22,8 @@ from .subscriptions import responses as subscriptions
 from .webhooks import responses as webhooks
 from .webhooks.delivery import Delivery
 
-BLUEPRINTS = (products.bp, discounts.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp, webhooks.bp,
-              portal_sessions.bp, portal.bp, hosted_invoice.bp, control.bp)
+BLUEPRINTS = (products.bp, discounts.bp, checkout.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp,
+              webhooks.bp, portal_sessions.bp, portal.bp, hosted_invoice.bp, control.bp)
 
 
 def create_app(start_worker: bool = True) -> Flask:

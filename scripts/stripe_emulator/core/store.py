@@ -36,6 +36,7 @@ PREFIX_COLLECTION = {
     "bps_": "portal_sessions",
     "promo_": "promotion_codes",
     "di_": "discounts",
+    "cs_": "checkout_sessions",
 }
 
 COLLECTION_NAMES = {
@@ -53,6 +54,7 @@ COLLECTION_NAMES = {
     "promotion_codes": "promotion code",
     "discounts": "discount",
     "coupons": "coupon",
+    "checkout_sessions": "checkout session",
 }
 
 
@@ -112,6 +114,7 @@ class Store:
             self.coupons: dict[str, dict] = {}
             self.promotion_codes: dict[str, dict] = {}
             self.discounts: dict[str, dict] = {}
+            self.checkout_sessions: dict[str, dict] = {}
             self.idempotency: dict[tuple[str, str], dict] = {}
             self.faults: list[dict] = []
             self.fail_next_renewal: set[str] = set()
