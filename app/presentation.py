@@ -70,6 +70,11 @@ class InvoiceSchema(Schema):
     hosted_invoice_url = fields.String(allow_none=True, required=True,
                                        metadata={"description": "Stripe's page where the invoice is seen and paid"})
     invoice_pdf = fields.String(allow_none=True, required=True)
+    subtotal = fields.Integer(allow_none=True, required=True,
+                              metadata={"description": "Minor units: the lines before discounts and tax"})
+    tax = fields.Integer(required=True, metadata={"description": "Minor units: the tax Stripe computed (0 without)"})
+    total = fields.Integer(allow_none=True, required=True,
+                           metadata={"description": "Minor units: subtotal less discounts plus tax, Stripe's"})
 
 
 class CardSchema(Schema):
@@ -128,7 +133,18 @@ def present_invoice(invoice):
         "period_start": from_timestamp(invoice.get("period_start")),
         "period_end": from_timestamp(invoice.get("period_end")),
         "hosted_invoice_url": invoice.get("hosted_invoice_url"), "invoice_pdf": invoice.get("invoice_pdf"),
+        **totals_of(invoice),
     }
+
+
+def totals_of(invoice):
+    """``{"subtotal", "tax", "total"}`` of a Stripe invoice (or preview), minor units, as Stripe computed them.
+
+    ``tax`` is Stripe's ``total_taxes`` amounts (what Stripe Tax charged), 0 when it charged none.
+    """
+    taxes = [entry.get("amount") for entry in invoice.get("total_taxes") or () if isinstance(entry, dict)]
+    return {"subtotal": invoice.get("subtotal"), "tax": sum(amount for amount in taxes if isinstance(amount, int)),
+            "total": invoice.get("total")}
 
 
 def present_user(user):

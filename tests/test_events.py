@@ -24,7 +24,7 @@ CUSTOMER = "cus_00000000000000"
 # Products, prices and Checkout Sessions have no real event among the fixtures either; the session
 # names no subscription (one not paid yet), so no listener calls the provider.
 CARRIERS = {"subscription": "02", "invoice": "17", "customer": "16", "setup_intent": "02", "product": "02",
-            "price": "02", "checkout.session": "02"}
+            "price": "02", "checkout.session": "02", "tax_id": "02"}
 
 
 def carrier(kind, **changes):
@@ -33,6 +33,8 @@ def carrier(kind, **changes):
         event["data"]["object"] = {**openapi_example("setup_intent"), "customer": CUSTOMER}
     if kind in ("product", "price"):
         event["data"]["object"] = openapi_example(kind)
+    if kind == "tax_id":
+        event["data"]["object"] = {**openapi_example(kind), "customer": CUSTOMER}
     if kind == "checkout.session":
         event["data"]["object"] = {**openapi_example(kind), "customer": CUSTOMER, "subscription": None}
     return event

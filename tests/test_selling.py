@@ -296,3 +296,56 @@ def test_a_checkout_with_a_promotion_code_is_discounted_and_a_second_one_refused
     assert flow.me()["subscription"]["discount"]["coupon"]["percent_off"] == 20.0
     assert flow.me()["subscription"]["quantity"] == 2
     assert checkout(flow, expect=409)["error"]["code"] == "already_subscribed"
+
+
+DE = {"line1": "Unter den Linden 1", "city": "Berlin", "postal_code": "10117", "country": "DE"}
+
+
+def test_billing_details_and_tax_ids_live_on_the_stripe_customer(flow, make_app):
+    assert flow.client.get("/subscription/billing-details", headers=flow.headers).json == {
+        "name": None, "address": None, "tax_ids": []}
+    put = flow.client.put("/subscription/billing-details", json={"name": "ACME GmbH", "address": DE},
+                          headers=flow.headers)
+    assert put.status_code == 200, put.json
+    assert put.json["address"] == {**DE, "line2": None, "state": None} and put.json["name"] == "ACME GmbH"
+    added = flow.client.post("/subscription/tax-ids", json={"type": "eu_vat", "value": "DE123456789"},
+                             headers=flow.headers)
+    assert added.status_code == 201, added.json
+    assert {k: added.json[k] for k in ("type", "value", "country")} == {"type": "eu_vat", "value": "DE123456789",
+                                                                       "country": "DE"}
+    assert added.json["verification"]["status"] == "pending"
+    shown = flow.client.get("/subscription/billing-details", headers=flow.headers).json
+    assert shown["tax_ids"] == [added.json] and shown["address"]["country"] == "DE"
+    for kind, value in (("eu_vat", "DE12"), ("gb_vat", "GB1"), ("us_ein", "123456789"), ("au_abn", "1234"),
+                        ("xx_nope", "1")):
+        refused = flow.client.post("/subscription/tax-ids", json={"type": kind, "value": value}, headers=flow.headers)
+        assert refused.status_code == 422 and refused.json["error"]["code"] == "invalid_tax_id", (kind, refused.json)
+    for kind, value in (("gb_vat", "GB123456789"), ("us_ein", "12-3456789"), ("au_abn", "12345678901")):
+        assert flow.client.post("/subscription/tax-ids", json={"type": kind, "value": value},
+                                headers=flow.headers).status_code == 201, kind
+
+    # Another user's tax id is not theirs to delete.
+    other = flow.stripe.v1.customers.create(params={"email": "x@example.com"})
+    foreign = flow.stripe.v1.customers.tax_ids.create(other.id, params={"type": "us_ein", "value": "12-3456789"})
+    gone = flow.client.delete(f"/subscription/tax-ids/{foreign.id}", headers=flow.headers)
+    assert gone.status_code == 404 and gone.json["error"]["code"] == "not_found"
+    assert flow.client.delete(f"/subscription/tax-ids/{added.json['id']}", headers=flow.headers).status_code == 204
+    assert added.json["id"] not in [t["id"] for t in flow.client.get(
+        "/subscription/billing-details", headers=flow.headers).json["tax_ids"]]
+
+
+def test_with_automatic_tax_every_invoice_and_preview_is_taxed_and_adds_up(flow):
+    flow.app.config["PROVIDER_AUTOMATIC_TAX"] = True
+    flow.client.put("/subscription/billing-details", json={"address": DE}, headers=flow.headers)
+    subscription_id = subscribe(flow)
+    shown = flow.client.get(f"/subscription/swap/preview?price={flow.prices['pro']}", headers=flow.headers).json
+    assert shown["tax"] > 0 and shown["total"] == shown["subtotal"] + shown["tax"]
+    swap = {"price": flow.prices["pro"], "proration_date": shown["proration_date"]}
+    assert flow.client.post("/subscription/swap", json=swap, headers=flow.headers).status_code == 200
+    upcoming = flow.client.get("/subscription/invoices/upcoming", headers=flow.headers).json
+    invoices = flow.client.get("/subscription/invoices", headers=flow.headers).json["data"]
+    assert [(i["subtotal"], i["tax"]) for i in invoices][-1] == (900, 171), "19 % on the first invoice (DE)"
+    for invoice in [*invoices, upcoming]:
+        assert invoice["total"] == invoice["subtotal"] + invoice["tax"], invoice
+    assert upcoming["tax"] == round(2900 * 0.19)
+    assert flow.stripe.v1.subscriptions.retrieve(subscription_id).automatic_tax.enabled is True

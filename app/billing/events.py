@@ -55,6 +55,9 @@ EVENT_TYPES = {
     # A Checkout Session was paid: the controller syncs its subscription, whose activating event it is.
     "checkout.session.completed": EventType("checkout.session", False, (COMMIT_CHECKOUT,)),
     "checkout.session.async_payment_succeeded": EventType("checkout.session", False, (COMMIT_CHECKOUT,)),
+    # A customer's tax ids (CONTRACT "Selling"): checked as events of a known customer and acknowledged;
+    # nothing is stored, GET /subscription/billing-details reads them from Stripe.
+    **{f"customer.tax_id.{change}": EventType("tax_id", False, ()) for change in ("created", "updated", "deleted")},
     # The plan catalogue (GET /plans) changed at Stripe: every worker reads it again.
     **{f"{family}.{change}": EventType(family, False, (REFRESH_CATALOG,), customer_bound=False)
        for family in ("product", "price") for change in ("created", "updated", "deleted")},

@@ -30,6 +30,17 @@ class InvalidProrationDate(AppError):
         return cls("The request body is not valid.", details={"proration_date": [message]})
 
 
+class InvalidTaxId(AppError):
+    """422 ``invalid_tax_id``: Stripe refused the tax id's type or value (CONTRACT "Selling")."""
+
+    status = 422
+    code = "invalid_tax_id"
+
+    @classmethod
+    def refused(cls, kind, reason):
+        return cls(f"Stripe refused the tax id: {reason}", details={"type": kind})
+
+
 class ChangeDeclined(Exception):  # noqa: N818 (a decision, not a fault)
     """Stripe refused a subscription change because its charge was declined (``error_if_incomplete``)."""
 
@@ -66,9 +77,11 @@ class SubscriptionProvider(ABC):
         """Return the payment intent."""
 
     @abstractmethod
-    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None):
+    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
+                            automatic_tax=False):
         """Create a subscription awaiting payment; ``latest_invoice.confirmation_secret`` and
-        ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``.
+        ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``;
+        taxed by Stripe Tax with ``automatic_tax``.
 
         Uses ``payment_behavior=default_incomplete`` and
         ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT). With
@@ -94,6 +107,25 @@ class SubscriptionProvider(ABC):
         applied, else the page lets the customer type one (``allow_promotion_codes``);
         ``automatic_tax`` asks Stripe Tax to compute tax (the page collects the address).
         """
+
+    @abstractmethod
+    def update_billing_details(self, customer_id, name, address):
+        """Set the customer's ``name`` (``None``: left as it is) and ``address`` (Stripe's fields); return it."""
+
+    @abstractmethod
+    def list_tax_ids(self, customer_id):
+        """Return the customer's tax ids (Stripe's TaxId dicts), newest first."""
+
+    @abstractmethod
+    def create_tax_id(self, customer_id, kind, value):
+        """Add a tax id of Stripe's ``kind`` (``eu_vat``, ...) to the customer; return it.
+
+        Raises ``InvalidTaxId`` (422) when Stripe refuses the type or the value.
+        """
+
+    @abstractmethod
+    def delete_tax_id(self, customer_id, tax_id):
+        """Delete the customer's tax id; raises ``NotFound`` (404) when the customer has none with that id."""
 
     @abstractmethod
     def find_promotion_code(self, code):
@@ -132,9 +164,10 @@ class SubscriptionProvider(ABC):
         """
 
     @abstractmethod
-    def preview_invoice(self, subscription_id, subscription_details=None, promotion_code=None):
+    def preview_invoice(self, subscription_id, subscription_details=None, promotion_code=None, automatic_tax=False):
         """Return the invoice the subscription's change (``subscription_details``) or next renewal makes,
-        discounted by the promotion code id ``promotion_code`` instead of the subscription's discounts.
+        discounted by the promotion code id ``promotion_code`` instead of the subscription's discounts,
+        taxed by Stripe Tax with ``automatic_tax``.
 
         Stripe's ``POST /v1/invoices/create_preview``; amounts in minor units. ``None`` when nothing
         renews (Stripe's ``invoice_upcoming_none``).

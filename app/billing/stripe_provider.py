@@ -14,6 +14,8 @@ import requests
 import stripe
 from stripe.params import (
     CustomerCreateParams,
+    CustomerCreateTaxIdParams,
+    CustomerListTaxIdsParams,
     CustomerRetrieveParams,
     CustomerUpdateParams,
     InvoiceCreatePreviewParams,
@@ -35,10 +37,11 @@ from stripe.params.billing_portal import SessionCreateParams
 from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateParams
 
 from app import jsonbody
-from app.billing.provider import ChangeDeclined, InvalidProrationDate, SubscriptionProvider
+from app.billing.provider import ChangeDeclined, InvalidProrationDate, InvalidTaxId, SubscriptionProvider
 from app.errors import (
     InvalidJson,
     InvalidSignature,
+    NotFound,
     ProviderRejected,
     ProviderUnavailable,
     UnknownPrice,
@@ -193,7 +196,8 @@ class StripeProvider(SubscriptionProvider):
         with _provider_call("retrieve payment intent"):
             return self._v1.payment_intents.retrieve(payment_intent_id).to_dict()
 
-    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None):
+    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
+                            automatic_tax=False):
         params: SubscriptionCreateParams = {
             "customer": customer_id,
             "items": [{"price": price}],
@@ -203,6 +207,8 @@ class StripeProvider(SubscriptionProvider):
         }
         if promotion_code:
             params["discounts"] = [{"promotion_code": promotion_code}]
+        if automatic_tax:
+            params["automatic_tax"] = {"enabled": True}
         if trial_days:
             params["trial_period_days"] = trial_days
             params["trial_settings"] = {"end_behavior": {"missing_payment_method": "pause"}}
@@ -239,6 +245,37 @@ class StripeProvider(SubscriptionProvider):
         with _provider_call("create checkout session"), _client_values_refused({"items": [line]}):
             return self._v1.checkout.sessions.create(
                 params=params, options={"idempotency_key": idempotency_key}).to_dict()
+
+    def update_billing_details(self, customer_id, name, address):
+        params: CustomerUpdateParams = {"address": address}
+        if name is not None:
+            params["name"] = name
+        with _provider_call("update billing details"):
+            return self._v1.customers.update(customer_id, params=params).to_dict()
+
+    def list_tax_ids(self, customer_id):
+        params: CustomerListTaxIdsParams = {"limit": 100}
+        with _provider_call("list tax ids"):
+            return [tax_id.to_dict() for tax_id in self._v1.customers.tax_ids.list(customer_id, params=params).data]
+
+    def create_tax_id(self, customer_id, kind, value):
+        params: CustomerCreateTaxIdParams = {"type": kind, "value": value}  # type: ignore[typeddict-item]
+        with _provider_call("create tax id"):
+            try:
+                return self._v1.customers.tax_ids.create(customer_id, params=params).to_dict()
+            except stripe.InvalidRequestError as exc:
+                if exc.param in ("type", "value") or exc.code == "tax_id_invalid":
+                    raise InvalidTaxId.refused(kind, _one_line(exc.user_message or exc)) from exc
+                raise
+
+    def delete_tax_id(self, customer_id, tax_id):
+        with _provider_call("delete tax id"):
+            try:
+                self._v1.customers.tax_ids.delete(customer_id, tax_id)
+            except stripe.InvalidRequestError as exc:
+                if exc.code == "resource_missing":
+                    raise NotFound(f"The customer has no tax id {tax_id!r}.") from exc
+                raise
 
     def find_promotion_code(self, code):
         params: PromotionCodeListParams = {"code": code, "active": True, "limit": 1,
@@ -303,8 +340,10 @@ class StripeProvider(SubscriptionProvider):
 
     def preview_invoice(self, subscription_id,
                         subscription_details: InvoiceCreatePreviewParamsSubscriptionDetails | None = None,
-                        promotion_code=None):
+                        promotion_code=None, automatic_tax=False):
         params: InvoiceCreatePreviewParams = {"subscription": subscription_id}
+        if automatic_tax:
+            params["automatic_tax"] = {"enabled": True}
         if subscription_details:
             params["subscription_details"] = subscription_details
         if promotion_code:

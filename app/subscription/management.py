@@ -13,6 +13,7 @@ import time
 
 from flask import current_app
 
+from app import presentation
 from app.billing import objects, plans, prices, promotions, state
 from app.billing.provider import ChangeDeclined, InvalidProrationDate, get_provider
 from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, PAUSED_STATUSES, TERMINAL_STATUSES
@@ -198,12 +199,14 @@ def preview_swap(user, price, promotion_code=None):
     now = int(time.time())
     details = {"items": [{"id": item.provider_id, "price": price}], "proration_date": now,
                "proration_behavior": prices.proration_for(provider, item.provider_price, quantity, price, quantity)}
-    invoice = provider.preview_invoice(subscription.provider_id, details, promotion)
+    invoice = provider.preview_invoice(subscription.provider_id, details, promotion,
+                                       automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
     if invoice is None:
         raise NotSubscribed("The subscription will not renew, so a swap has nothing to preview.")
     return {
         "amount_due": invoice.get("amount_due"),
         "currency": invoice.get("currency"),
+        **presentation.totals_of(invoice),
         "proration_date": now,
         "lines": [present_line(line) for line in objects.list_data(invoice.get("lines"))],
     }

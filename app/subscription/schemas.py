@@ -73,6 +73,9 @@ class InvoiceLineSchema(Schema):
 class SwapPreviewSchema(Schema):
     amount_due = fields.Integer(required=True, metadata={"description": "Minor units of currency"})
     currency = fields.String(required=True)
+    subtotal = fields.Integer(allow_none=True, required=True, metadata={"description": "Minor units, Stripe's"})
+    tax = fields.Integer(required=True, metadata={"description": "Minor units, Stripe Tax's (0 without)"})
+    total = fields.Integer(allow_none=True, required=True, metadata={"description": "Minor units, Stripe's"})
     proration_date = fields.Integer(allow_none=True, required=True,
                                     metadata={"description": "Unix seconds; send it with the swap"})
     lines = fields.List(fields.Nested(InvoiceLineSchema), required=True)

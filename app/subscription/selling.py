@@ -9,8 +9,16 @@ from app.billing import catalog, promotions
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.idempotency import idempotent
-from app.subscription import service
-from app.subscription.selling_schemas import CheckoutRequestSchema, CheckoutSchema, PlanListSchema
+from app.subscription import billing_details, service
+from app.subscription.selling_schemas import (
+    BillingDetailsRequestSchema,
+    BillingDetailsSchema,
+    CheckoutRequestSchema,
+    CheckoutSchema,
+    PlanListSchema,
+    TaxIdRequestSchema,
+    TaxIdSchema,
+)
 from app.subscription.views import KEYED, blp
 
 CATALOG_HEADERS = {
@@ -72,3 +80,71 @@ def checkout(body):
     line = {"price": body["price"], "quantity": body["quantity"]}
     urls = {"success_url": body["success_url"], "cancel_url": body["cancel_url"]}
     return service.create_checkout(user, line, urls, promotion), 201
+
+
+@blp.route("/subscription/billing-details", methods=["GET"])
+@no_store
+@auth_required
+@ability_required("subscription:read")
+@provider_calls_limited
+@blp.response(200, BillingDetailsSchema, headers=NO_STORE)
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def show_billing_details():
+    """Return the name, address and tax ids on the user's Stripe customer, read from Stripe."""
+    return billing_details.read(current_user_for_update())
+
+
+@blp.route("/subscription/billing-details", methods=["PUT"])
+@no_store
+@auth_required
+@ability_required("subscription:write")
+@provider_calls_limited
+@blp.arguments(BillingDetailsRequestSchema)
+@blp.response(200, BillingDetailsSchema, headers=NO_STORE)
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def put_billing_details(body):
+    """Write the name and address on the user's Stripe customer (created on first use); answer Stripe's.
+
+    Stripe Tax reads them (``PROVIDER_AUTOMATIC_TAX``). 502 ``provider_rejected`` when Stripe refuses the address.
+    """
+    user = current_user_for_update()
+    answer = billing_details.write(user, body["name"], body["address"])
+    db.session.commit()  # the customer, when this made it
+    return answer
+
+
+@blp.route("/subscription/tax-ids", methods=["POST"])
+@no_store
+@auth_required
+@ability_required("subscription:write")
+@provider_calls_limited
+@idempotent
+@blp.doc(**KEYED)
+@blp.arguments(TaxIdRequestSchema)
+@blp.response(201, TaxIdSchema, headers=NO_STORE)
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def add_tax_id(body):
+    """Add a tax id (Stripe's types: ``eu_vat``, ``gb_vat``, ``us_ein``, ``au_abn``, ...) to the user's customer.
+
+    422 ``invalid_tax_id`` when Stripe refuses the type or the value's format. ``idempotent`` commits.
+    """
+    return billing_details.add_tax_id(current_user_for_update(), body["type"], body["value"]), 201
+
+
+@blp.route("/subscription/tax-ids/<string:tax_id>", methods=["DELETE"])
+@auth_required
+@ability_required("subscription:write")
+@provider_calls_limited
+@blp.response(204)
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def delete_tax_id(tax_id):
+    """Delete one of the user's tax ids at Stripe; another customer's, or an unknown one, is 404 ``not_found``."""
+    billing_details.delete_tax_id(current_user_for_update(), tax_id)
+    return ""

@@ -7,6 +7,10 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from app.fields import Text, Url
 from app.subscription.schemas import promotion_code_field
 
+COUNTRY = r"^[A-Z]{2}$"
+# Stripe's tax id types: a country code and a scheme (eu_vat, ca_gst_hst, eu_oss_vat, ...).
+TAX_ID_TYPE = r"^[a-z]{2}(_[a-z]{2,6}){1,3}$"
+
 
 class PlanSchema(Schema):
     """CONTRACT "Plan": a price of ``PROVIDER_PLANS`` as Stripe sells it, with its product."""
@@ -59,3 +63,57 @@ class CheckoutSchema(Schema):
     id = fields.String(required=True, metadata={"description": "Provider Checkout Session id (cs_...)"})
     url = fields.String(required=True, metadata={
         "description": "Stripe's hosted page: send the customer's browser there to pay and subscribe"})
+
+
+class AddressSchema(Schema):
+    line1 = Text(required=True, validate=validate.Length(min=1, max=200))
+    line2 = Text(load_default=None, allow_none=True, validate=validate.Length(max=200))
+    city = Text(load_default=None, allow_none=True, validate=validate.Length(max=200))
+    postal_code = Text(load_default=None, allow_none=True, validate=validate.Length(max=20))
+    state = Text(load_default=None, allow_none=True, validate=validate.Length(max=200))
+    country = Text(required=True, validate=validate.Regexp(COUNTRY), metadata={
+        "pattern": COUNTRY, "description": "ISO 3166-1 alpha-2, upper case (DE, GB, US, ...)"})
+
+
+class AddressOutSchema(Schema):
+    line1 = fields.String(allow_none=True, required=True)
+    line2 = fields.String(allow_none=True, required=True)
+    city = fields.String(allow_none=True, required=True)
+    postal_code = fields.String(allow_none=True, required=True)
+    state = fields.String(allow_none=True, required=True)
+    country = fields.String(allow_none=True, required=True)
+
+
+class BillingDetailsRequestSchema(Schema):
+    name = Text(load_default=None, allow_none=True, validate=validate.Length(min=1, max=256),
+                metadata={"description": "The name on invoices; absent or null: left as it is"})
+    address = fields.Nested(AddressSchema, required=True)
+
+
+class VerificationSchema(Schema):
+    status = fields.String(allow_none=True, required=True, metadata={
+        "description": "Stripe's: pending, verified, unverified or unavailable"})
+    verified_name = fields.String(allow_none=True, required=True)
+    verified_address = fields.String(allow_none=True, required=True)
+
+
+class TaxIdSchema(Schema):
+    id = fields.String(required=True, metadata={"description": "Provider tax id (txi_...)"})
+    type = fields.String(required=True)
+    value = fields.String(required=True)
+    country = fields.String(allow_none=True, required=True)
+    verification = fields.Nested(VerificationSchema, allow_none=True, required=True)
+
+
+class BillingDetailsSchema(Schema):
+    name = fields.String(allow_none=True, required=True)
+    address = fields.Nested(AddressOutSchema, allow_none=True, required=True)
+    tax_ids = fields.List(fields.Nested(TaxIdSchema), required=True)
+
+
+class TaxIdRequestSchema(Schema):
+    type = Text(required=True, validate=validate.Regexp(TAX_ID_TYPE), metadata={
+        "pattern": TAX_ID_TYPE, "description": "One of Stripe's tax id types, e.g. eu_vat, gb_vat, us_ein, au_abn; "
+                                               "one Stripe does not know is 422 invalid_tax_id"})
+    value = Text(required=True, validate=validate.Length(min=1, max=64), metadata={
+        "description": "As the customer wrote it; Stripe checks its format (422 invalid_tax_id)"})

@@ -68,7 +68,8 @@ def create_intent(user, price, promotion_code=None):
     key = (f"subscription-{user.idempotency_token}-{attempt}-{price}" + (f"-trial-{trial_days}" if trial_days else "")
            + (f"-{promotion_code}" if promotion_code else ""))
     live = provider.create_subscription(ensure_customer(user), price, key, trial_days=trial_days,
-                                        promotion_code=promotion_code)
+                                        promotion_code=promotion_code,
+                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
     subscription = state.apply_subscription(user, live, state.live_as_of())
     plans.recompute_plan(user)
     return subscription, objects.client_secret_of(live), True

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core.lists import list_object
 from ..core.store import Store, new_id
-from . import discounts
+from . import discounts, tax
 
 
 def invoice_line(sub_id: str, item_id: str, p: dict, quantity: int, amount: int, start: int, end: int,
@@ -37,9 +37,11 @@ def period_lines(sub: dict, start: int, end: int, free: bool = False) -> list[di
 
 
 def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int,
-            lines: list[dict] | None = None, discount_ids: list | None = None) -> dict:
+            lines: list[dict] | None = None, discount_ids: list | None = None,
+            automatic_tax: bool | None = None) -> dict:
     """A draft invoice of ``sub``: the given ``lines``, else the items' charge for ``start``-``end``;
-    less the subscription's discount (``discount_ids``: a preview's planned ones instead)."""
+    less the subscription's discount (``discount_ids``: a preview's planned ones instead), plus the
+    ``automatic_tax`` stand-in's tax when the subscription (or the preview: ``automatic_tax``) asks."""
     cus = store.customers.get(sub["customer"]) or {}
     inv_id = new_id("in_")
     if lines is None:
@@ -89,6 +91,8 @@ def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int,
     }
     planned = sub.get("discounts") if discount_ids is None else discount_ids
     discounts.apply(store, inv, discounts.current(store, planned, now))
+    taxed = sub["automatic_tax"]["enabled"] if automatic_tax is None else automatic_tax
+    tax.apply(store, inv, taxed)
     return inv
 
 

@@ -66,6 +66,8 @@ def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None
               "payment_settings": {"save_default_payment_method": "on_subscription"}}
     if discounts:
         params["discounts"] = discounts
+    if session["automatic_tax"]["enabled"]:
+        params["automatic_tax"] = {"enabled": True}
     if data.get("trial_period_days"):
         params["trial_period_days"] = data["trial_period_days"]
     sub = subscriptions.create_subscription(store, params)

@@ -37,6 +37,7 @@ PREFIX_COLLECTION = {
     "promo_": "promotion_codes",
     "di_": "discounts",
     "cs_": "checkout_sessions",
+    "txi_": "tax_ids",
 }
 
 COLLECTION_NAMES = {
@@ -55,6 +56,7 @@ COLLECTION_NAMES = {
     "discounts": "discount",
     "coupons": "coupon",
     "checkout_sessions": "checkout session",
+    "tax_ids": "tax ID",
 }
 
 
@@ -115,6 +117,7 @@ class Store:
             self.promotion_codes: dict[str, dict] = {}
             self.discounts: dict[str, dict] = {}
             self.checkout_sessions: dict[str, dict] = {}
+            self.tax_ids: dict[str, dict] = {}
             self.idempotency: dict[tuple[str, str], dict] = {}
             self.faults: list[dict] = []
             self.fail_next_renewal: set[str] = set()

@@ -63,7 +63,8 @@ def preview(store: Store, params: dict) -> dict:
     start = lines[0]["period"]["start"] if lines else when
     inv = invoice(store, sub, "upcoming" if not planned else "subscription_update", start,
                           periods.period_end(sub), lines=[dict(line) for line in lines],
-                          discount_ids=discount_models.planned_discounts(store, sub, params.get("discounts")))
+                          discount_ids=discount_models.planned_discounts(store, sub, params.get("discounts")),
+                          automatic_tax=(params.get("automatic_tax") or {}).get("enabled"))
     inv.update(id=f"upcoming_{new_id('in_')}", status="draft", created=store.now(),
                period_start=periods.period_start(sub), period_end=periods.period_end(sub))
     return public(inv)
