@@ -6,7 +6,9 @@ Times in ``data`` are Unix seconds (UTC), as the provider sends them.
 
 NOTIFICATION_KINDS = {
     "subscribed": "customer.subscription.updated, status from incomplete, incomplete_expired, paused or canceled "
-                  "to active or trialing. data: subscription, from_status, status.",
+                  "to active or trialing; or checkout.session.completed (or async_payment_succeeded) of a session "
+                  "whose subscription is active (from_status null). At most one per subscription. "
+                  "data: subscription, from_status, status.",
     "cancellation_scheduled": "customer.subscription.updated, cancel_at_period_end (or cancel_at) set. "
                               "data: subscription, ends_at.",
     "cancellation_withdrawn": "customer.subscription.updated, cancel_at_period_end (or cancel_at) cleared. "
