@@ -349,3 +349,13 @@ def test_with_automatic_tax_every_invoice_and_preview_is_taxed_and_adds_up(flow)
         assert invoice["total"] == invoice["subtotal"] + invoice["tax"], invoice
     assert upcoming["tax"] == round(2900 * 0.19)
     assert flow.stripe.v1.subscriptions.retrieve(subscription_id).automatic_tax.enabled is True
+
+
+def test_a_first_checkout_subscription_is_a_trial_announced_once_and_entitled_by_its_card(flow):
+    flow.app.config["PROVIDER_TRIAL_DAYS"] = 14
+    session = checkout(flow)
+    complete(flow, session["id"])
+    flow.deliver()
+    me = flow.me()
+    assert me["subscription"]["status"] == "trialing" and me["plan"] == "basic", "Checkout saved the card"
+    assert [kind for kind, _ in notes(flow)] == ["trial_started"], "no subscribed, no receipt for nothing"

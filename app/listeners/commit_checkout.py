@@ -6,10 +6,12 @@ Stripe creates a Checkout subscription after its payment cleared: it is ``active
 that cleared later) is its activating event. The webhook controller has synced the subscription
 (``app.webhook.service.write_checkout``); here the plan is recomputed and ``subscribed`` sent for an
 active one, once per subscription whatever order or duplicates Stripe delivers (a trialing one has
-its ``trial_started`` from its creation, as through the intent).
+its ``trial_started`` from its creation, as through the intent, and a card that already had a
+trial here ends the new one at once).
 """
-from app.billing import objects, plans, state
+from app.billing import objects, plans, state, trials
 from app.billing.events import COMMIT_CHECKOUT, handled_by
+from app.billing.provider import get_provider
 from app.notifications import notified, notify
 from app.signals import webhook_handled
 
@@ -25,11 +27,23 @@ def commit_checkout(sender, event, **extra):
     user = extra.get("user") or state.user_for_customer(objects.customer_id_of(session))
     if user is None:
         return False
-    plans.recompute_plan(user)
     subscription_id = objects.ref_id(session.get("subscription"))
     row = state.subscription_of(user, subscription_id) if subscription_id else None
-    if row is not None and row.provider_status == "active" and not notified(user, "subscribed", "subscription",
-                                                                              subscription_id):
+    status = row.provider_status if row is not None else None
+    if status == "trialing":
+        _one_trial_per_card(user, row, event)
+    plans.recompute_plan(user)
+    if status == "active" and not notified(user, "subscribed", "subscription", subscription_id):
         notify(user, event["id"], "subscribed", {"subscription": subscription_id, "from_status": None,
                                                  "status": "active"})
     return True
+
+
+def _one_trial_per_card(user, row, event):
+    """End a Checkout trial at once when its card already saved another trial here (``trials.card_had_a_trial``):
+    the card Checkout saved pays the first period now, as for a trial started with the intent."""
+    provider = get_provider()
+    if row.default_payment_method and trials.card_had_a_trial(provider, row, row.default_payment_method):
+        live = provider.update_subscription(row.provider_id, {"trial_end": "now"},
+                                            f"trial-end-{row.provider_id}-{event['id']}")
+        state.apply_subscription(user, live, state.live_as_of())
