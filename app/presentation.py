@@ -70,11 +70,10 @@ class InvoiceSchema(Schema):
     hosted_invoice_url = fields.String(allow_none=True, required=True,
                                        metadata={"description": "Stripe's page where the invoice is seen and paid"})
     invoice_pdf = fields.String(allow_none=True, required=True)
-    subtotal = fields.Integer(allow_none=True, required=True,
-                              metadata={"description": "Minor units: the lines before discounts and tax"})
+    subtotal = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "Minor units, discounted, untaxed (Stripe's total_excluding_tax); total = subtotal + tax"})
     tax = fields.Integer(required=True, metadata={"description": "Minor units: the tax Stripe computed (0 without)"})
-    total = fields.Integer(allow_none=True, required=True,
-                           metadata={"description": "Minor units: subtotal less discounts plus tax, Stripe's"})
+    total = fields.Integer(allow_none=True, required=True, metadata={"description": "Minor units: Stripe's total"})
 
 
 class CardSchema(Schema):
@@ -140,11 +139,14 @@ def present_invoice(invoice):
 def totals_of(invoice):
     """``{"subtotal", "tax", "total"}`` of a Stripe invoice (or preview), minor units, as Stripe computed them.
 
-    ``tax`` is Stripe's ``total_taxes`` amounts (what Stripe Tax charged), 0 when it charged none.
+    ``subtotal`` is what tax was computed on: Stripe's ``total_excluding_tax`` (after discounts; its
+    own ``subtotal`` is before them), so that ``total`` is always ``subtotal + tax``. ``tax`` is
+    Stripe's ``total_taxes`` amounts (what Stripe Tax charged), 0 when it charged none.
     """
     taxes = [entry.get("amount") for entry in invoice.get("total_taxes") or () if isinstance(entry, dict)]
-    return {"subtotal": invoice.get("subtotal"), "tax": sum(amount for amount in taxes if isinstance(amount, int)),
-            "total": invoice.get("total")}
+    taxed = invoice.get("total_excluding_tax")
+    return {"subtotal": taxed if taxed is not None else invoice.get("subtotal"),
+            "tax": sum(amount for amount in taxes if isinstance(amount, int)), "total": invoice.get("total")}
 
 
 def present_user(user):

@@ -191,7 +191,7 @@ class Demo:
             self.step("The trial's two weeks pass at the provider: Stripe charges the card Checkout saved")
             self.advance_to(self.stripe.v1.subscriptions.retrieve(subscription["id"]).trial_end)
         self.until("the receipt", lambda: "payment_succeeded" in self.kinds())
-        self.step("The invoice: 20 % off, then 19 % German VAT (Stripe's figures: total = subtotal - discount + tax)")
+        self.step("The invoice: 29.00 less 20 %, then 19 % German VAT (Stripe's figures: total = subtotal + tax)")
         invoice = self.call("GET", "/subscription/invoices", 200)["data"][0]
         figures = ", ".join(f"{name} {invoice[name] / 100:.2f}" for name in ("subtotal", "tax", "total", "amount_paid"))
         print(f"    {figures} {invoice['currency'].upper()}")

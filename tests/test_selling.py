@@ -4,6 +4,7 @@ Everything goes through the real stripe SDK to the emulator and back by real HTT
 goes to a real SMTP server.
 """
 import json
+import time
 
 import pytest
 import requests
@@ -359,3 +360,26 @@ def test_a_first_checkout_subscription_is_a_trial_announced_once_and_entitled_by
     me = flow.me()
     assert me["subscription"]["status"] == "trialing" and me["plan"] == "basic", "Checkout saved the card"
     assert [kind for kind, _ in notes(flow)] == ["trial_started"], "no subscribed, no receipt for nothing"
+
+
+def test_with_a_discount_and_tax_every_invoice_answer_is_subtotal_plus_tax(flow):
+    flow.app.config["PROVIDER_AUTOMATIC_TAX"] = True
+    flow.client.put("/subscription/billing-details", json={"address": DE}, headers=flow.headers)
+    promotion(flow)
+    body = {"price": flow.prices["basic"], "promotion_code": "LAUNCH20"}
+    started = flow.client.post("/subscription/intent", json=body, headers=flow.headers).json
+    flow.pay(started["client_secret"])
+    flow.deliver()
+    (paid,) = flow.client.get("/subscription/invoices", headers=flow.headers).json["data"]
+    upcoming = flow.client.get("/subscription/invoices/upcoming", headers=flow.headers).json
+    assert (paid["subtotal"], paid["tax"], paid["total"], paid["amount_paid"]) == (720, 137, 857, 857)
+    assert upcoming["total"] == upcoming["subtotal"] + upcoming["tax"]
+
+
+def test_an_expired_promotion_code_is_refused(flow):
+    made = flow.stripe.v1.coupons.create(params={"percent_off": 10, "duration": "once"})
+    flow.stripe.v1.promotion_codes.create(params={"promotion": {"type": "coupon", "coupon": made.id}, "code": "GONE",
+                                                  "expires_at": int(time.time()) + 1})
+    time.sleep(2)  # Stripe's clock is the real one: the service compares expires_at with its own
+    refused = checkout(flow, expect=422, promotion_code="GONE")["error"]
+    assert refused["code"] == "invalid_promotion_code" and "expired" in refused["message"]

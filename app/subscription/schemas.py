@@ -73,7 +73,8 @@ class InvoiceLineSchema(Schema):
 class SwapPreviewSchema(Schema):
     amount_due = fields.Integer(required=True, metadata={"description": "Minor units of currency"})
     currency = fields.String(required=True)
-    subtotal = fields.Integer(allow_none=True, required=True, metadata={"description": "Minor units, Stripe's"})
+    subtotal = fields.Integer(allow_none=True, required=True,
+                              metadata={"description": "Minor units, after discounts, before tax (as on Invoice)"})
     tax = fields.Integer(required=True, metadata={"description": "Minor units, Stripe Tax's (0 without)"})
     total = fields.Integer(allow_none=True, required=True, metadata={"description": "Minor units, Stripe's"})
     proration_date = fields.Integer(allow_none=True, required=True,
