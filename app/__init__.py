@@ -117,7 +117,13 @@ def register_blueprints(app):
 def register_listeners(app):
     # Importing connects the module-level receivers to webhook_handled (blinker holds them weakly,
     # so they must live at module level).
-    from app.listeners import commit_payment_method, commit_plan  # noqa: F401
+    from app.listeners import (  # noqa: F401
+        commit_checkout,
+        commit_payment_method,
+        commit_plan,
+        refresh_catalog,
+        send_receipt,
+    )
 
 
 @event.listens_for(Engine, "connect")

@@ -181,6 +181,10 @@ DEFAULTS = {
     "AUTH_PASSWORD_RESET_TTL": "60",
     "AUTH_PASSWORD_RESET_RATE_LIMIT": "5 per hour",
     "AUTH_REQUIRE_VERIFIED_EMAIL": "",
+    # Selling (CONTRACT "Additions (fourth round)"): see ``_selling``.
+    "PROVIDER_CATALOG_TTL": "300",
+    "PROVIDER_AUTOMATIC_TAX": "",
+    "CHECKOUT_ALLOWED_HOSTS": "",
 }
 
 LIVEMODES = ("live", "test", "any")
@@ -247,6 +251,7 @@ def validate(config):
         raise ConfigError("FREE_PLAN must name the plan of a user with no valid subscription")
     _notification_channels(config)
     _accounts(config)
+    _selling(config)
 
 
 def _accounts(config):
@@ -274,6 +279,25 @@ def missing_secret_key():
     return ConfigError("SECRET_KEY is not set: the service signs the tokens of its verification and password "
                        "reset emails with it (any long random string, e.g. python -c 'import secrets; "
                        "print(secrets.token_urlsafe(32))')")
+
+
+def _selling(config):
+    """``PROVIDER_CATALOG_TTL`` (seconds, >= 0), ``PROVIDER_AUTOMATIC_TAX`` (a flag) and
+    ``CHECKOUT_ALLOWED_HOSTS`` (a frozenset of lower-case host names; default: the hosts of ``APP_URL_*``)."""
+    ttl = _int_or_none("PROVIDER_CATALOG_TTL", config["PROVIDER_CATALOG_TTL"])
+    if ttl is None:
+        raise ConfigError("PROVIDER_CATALOG_TTL must be set to a whole number of seconds")
+    config["PROVIDER_CATALOG_TTL"] = ttl
+    config["PROVIDER_AUTOMATIC_TAX"] = _flag(config["PROVIDER_AUTOMATIC_TAX"])
+    raw = config["CHECKOUT_ALLOWED_HOSTS"]
+    if isinstance(raw, str):
+        hosts = [host.strip() for host in raw.split(",") if host.strip()]
+    else:
+        hosts = list(raw)
+    if not hosts:
+        urls = [config["APP_URL_VERIFY_EMAIL"], config["APP_URL_RESET_PASSWORD"]]
+        hosts = [urlsplit(url).hostname for url in urls if urlsplit(str(url)).hostname]
+    config["CHECKOUT_ALLOWED_HOSTS"] = frozenset(str(host).lower() for host in hosts)
 
 
 def require_serving(config):

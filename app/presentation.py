@@ -19,6 +19,24 @@ class PendingUpdateSchema(Schema):
                                 metadata={"description": "Unix seconds; unpaid by then, the change is dropped"})
 
 
+class CouponSchema(Schema):
+    id = fields.String(required=True)
+    percent_off = fields.Float(allow_none=True, required=True)
+    amount_off = fields.Integer(allow_none=True, required=True, metadata={"description": "Minor units of currency"})
+    currency = fields.String(allow_none=True, required=True)
+    duration = fields.String(allow_none=True, required=True, metadata={"description": "once, repeating or forever"})
+    duration_in_months = fields.Integer(allow_none=True, required=True)
+
+
+class DiscountSchema(Schema):
+    """Stripe's discount of the subscription (its first), as Stripe has it."""
+
+    coupon = fields.Nested(CouponSchema, required=True)
+    promotion_code = fields.String(allow_none=True, required=True, metadata={"description": "Provider id (promo_...)"})
+    end = fields.Integer(allow_none=True, required=True,
+                         metadata={"description": "Unix seconds a repeating discount ends; null otherwise"})
+
+
 class SubscriptionSchema(Schema):
     id = fields.String(required=True, metadata={"description": "Provider subscription id"})
     status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
@@ -33,6 +51,7 @@ class SubscriptionSchema(Schema):
     pending_update = fields.Nested(PendingUpdateSchema, allow_none=True, required=True, metadata={
         "description": "A price or seat change waiting for its invoice to be paid; price and seat changes are "
                        "409 payment_pending until it is paid or expires"})
+    discount = fields.Nested(DiscountSchema, allow_none=True, required=True)
 
 
 class InvoiceSchema(Schema):
@@ -51,6 +70,10 @@ class InvoiceSchema(Schema):
     hosted_invoice_url = fields.String(allow_none=True, required=True,
                                        metadata={"description": "Stripe's page where the invoice is seen and paid"})
     invoice_pdf = fields.String(allow_none=True, required=True)
+    subtotal = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "Minor units, discounted, untaxed (Stripe's total_excluding_tax); total = subtotal + tax"})
+    tax = fields.Integer(required=True, metadata={"description": "Minor units: the tax Stripe computed (0 without)"})
+    total = fields.Integer(allow_none=True, required=True, metadata={"description": "Minor units: Stripe's total"})
 
 
 class CardSchema(Schema):
@@ -86,7 +109,12 @@ def present_subscription(subscription, now=None):
         "quantity": subscription.quantity,
         "trial_end": subscription.trial_ends_at,
         "pending_update": _pending_update(subscription, now),
+        "discount": _discount(subscription.discount),
     }
+
+
+def _discount(stored):
+    return {name: stored.get(name) for name in ("coupon", "promotion_code", "end")} if stored else None
 
 
 def _pending_update(subscription, now):
@@ -106,7 +134,21 @@ def present_invoice(invoice):
         "period_start": from_timestamp(invoice.get("period_start")),
         "period_end": from_timestamp(invoice.get("period_end")),
         "hosted_invoice_url": invoice.get("hosted_invoice_url"), "invoice_pdf": invoice.get("invoice_pdf"),
+        **totals_of(invoice),
     }
+
+
+def totals_of(invoice):
+    """``{"subtotal", "tax", "total"}`` of a Stripe invoice (or preview), minor units, as Stripe computed them.
+
+    ``subtotal`` is what tax was computed on: Stripe's ``total_excluding_tax`` (after discounts; its
+    own ``subtotal`` is before them), so that ``total`` is always ``subtotal + tax``. ``tax`` is
+    Stripe's ``total_taxes`` amounts (what Stripe Tax charged), 0 when it charged none.
+    """
+    taxes = [entry.get("amount") for entry in invoice.get("total_taxes") or () if isinstance(entry, dict)]
+    taxed = invoice.get("total_excluding_tax")
+    return {"subtotal": taxed if taxed is not None else invoice.get("subtotal"),
+            "tax": sum(amount for amount in taxes if isinstance(amount, int)), "total": invoice.get("total")}
 
 
 def present_user(user):

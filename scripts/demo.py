@@ -190,6 +190,54 @@ class Demo:
     def notifications(self):
         return self.http.get(self.base + "/notifications", timeout=30).json()["data"]
 
+    def selling(self):
+        """Another customer buys through Stripe Checkout with a launch code, with a German VAT id, and gets a receipt.
+
+        Self-contained: its own account, token and promotion code. Returns its email and how many
+        notifications it got (for ``show_mail``).
+        """
+        email = f"checkout-{secrets.token_hex(4)}@example.com"
+        self.step("The plan catalogue, read from Stripe (no login; cached, with an ETag)")
+        catalogue = self.call("GET", "/plans", 200)
+        for plan in catalogue["data"]:
+            print(f"    {plan['plan']}: {plan['unit_amount'] / 100:.2f} {plan['currency'].upper()} / "
+                  f"{plan['interval']}, {plan['trial_days']} trial days")
+        self.step(f"Register and log in {email}, a business in Berlin")
+        self.call("POST", "/auth/register", 201, json={"email": email, "password": "demo password 1", "name": "ACME"})
+        token = self.call("POST", "/auth/login", 200, json={"email": email, "password": "demo password 1"})
+        self.http.headers["Authorization"] = f"Bearer {token['access_token']}"
+        self.call("PUT", "/subscription/billing-details", 200, json={"name": "ACME GmbH", "address": {
+            "line1": "Unter den Linden 1", "city": "Berlin", "postal_code": "10117", "country": "DE"}})
+        self.call("POST", "/subscription/tax-ids", 201, json={"type": "eu_vat", "value": "DE123456789"})
+        self.call("POST", "/subscription/tax-ids", 422, json={"type": "eu_vat", "value": "DE12"})
+        code = f"LAUNCH{secrets.token_hex(2).upper()}"
+        self.step(f"The operator creates a 20 % launch code {code} at Stripe (as in the dashboard)")
+        coupon = self.stripe.v1.coupons.create(params={"percent_off": 20, "duration": "forever"})
+        self.stripe.v1.promotion_codes.create(params={"promotion": {"type": "coupon", "coupon": coupon.id},
+                                                      "code": code})
+        self.call("POST", "/subscription/checkout", 422, json={
+            "price": self.prices["pro"], "success_url": "https://evil.example/", "cancel_url": "https://evil.example/"})
+        self.step("Checkout with the code: the answer is Stripe's hosted page")
+        session = self.call("POST", "/subscription/checkout", 201, headers={"Idempotency-Key": str(uuid.uuid4())},
+                            json={"price": self.prices["pro"], "promotion_code": code.lower(),
+                                  "success_url": "http://localhost:3000/welcome",
+                                  "cancel_url": "http://localhost:3000/plans"})
+        self.step("The customer pays on that page with card 4242 (a browser would; here the emulator's control)")
+        requests.post(f"{self.emulator}/_emulator/checkout_sessions/{session['id']}/complete",
+                      json={"payment_method": "pm_card_visa"}, timeout=30).raise_for_status()
+        # A first subscription, so a trial under make run (PROVIDER_TRIAL_DAYS): paid at its end.
+        self.until("the subscription is announced", lambda: {"subscribed", "trial_started"} & set(self.kinds()))
+        subscription = self.call("GET", "/subscription", 200)["subscription"]
+        if subscription["status"] == "trialing":
+            self.step("The trial's two weeks pass at the provider: Stripe charges the card Checkout saved")
+            self.advance_to(self.stripe.v1.subscriptions.retrieve(subscription["id"]).trial_end)
+        self.until("the receipt", lambda: "payment_succeeded" in self.kinds())
+        self.step("The invoice: 29.00 less 20 %, then 19 % German VAT (Stripe's figures: total = subtotal + tax)")
+        invoice = self.call("GET", "/subscription/invoices", 200)["data"][0]
+        figures = ", ".join(f"{name} {invoice[name] / 100:.2f}" for name in ("subtotal", "tax", "total", "amount_paid"))
+        print(f"    {figures} {invoice['currency'].upper()}")
+        return email, len(self.notifications())
+
     def run(self):
         """Walk through the flow on a Stripe test clock of its own, so that moving time for the demo
         renews, ends or breaks no other user of the emulator (their clock never moves)."""
@@ -233,6 +281,7 @@ class Demo:
         self.call("POST", "/auth/logout", 204)
         self.call("GET", "/auth/me", 401)
         self.show_mail(email, notified)
+        self.show_mail(*self.selling())
         print("\nDemo complete.")
 
     def show_mail(self, email, count):

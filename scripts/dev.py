@@ -7,7 +7,8 @@ service and the notification delivery worker (``flask deliver-notifications``). 
 it used, a ``SECRET_KEY`` made on the first run included, is written to ``instance/dev.env`` so
 that other terminals (``make demo``, ``flask sync-user``) can join in with
 ``set -a; . instance/dev.env; set +a``.
-Remember-me (``AUTH_REMEMBER_ME``) is on, and first subscriptions get a 14-day trial (``PROVIDER_TRIAL_DAYS``).
+Remember-me (``AUTH_REMEMBER_ME``) is on, first subscriptions get a 14-day trial (``PROVIDER_TRIAL_DAYS``), and
+Stripe Tax (the emulator's stand-in) computes tax (``PROVIDER_AUTOMATIC_TAX``).
 The emulator keeps its state in ``instance/emulator.json``, so a restart finds the customers and
 subscriptions ``instance/app.db`` knows. When one of the processes dies, the others are stopped and
 ``make run`` says which one it was and how it ended (exit status 1). Ctrl-C (SIGINT) or SIGTERM is
@@ -43,7 +44,8 @@ PLANS = (("basic", 900), ("pro", 2900), ("team", 4900))
 # Settings of the local stack beyond the provider's: remember-me is on so that the README's curl
 # session (login with "remember_me": true) gets its 30-day token, and a first subscription is a
 # 14-day free trial, as ``make demo`` shows.
-SETTINGS = {"AUTH_REMEMBER_ME": "true", "PROVIDER_TRIAL_DAYS": "14", "FLASK_APP": "wsgi"}
+SETTINGS = {"AUTH_REMEMBER_ME": "true", "PROVIDER_TRIAL_DAYS": "14", "PROVIDER_AUTOMATIC_TAX": "true",
+            "FLASK_APP": "wsgi"}
 
 
 def wait_for(url, seconds=20):

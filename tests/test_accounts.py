@@ -163,6 +163,9 @@ def test_subscribing_needs_a_verified_address_when_configured(make_app, smtp_ser
     headers = bearer(login(client))
     refused = post(client, "/subscription/intent", {"price": prices["basic"]}, headers)
     assert refused.status_code == 403 and error_code(refused) == "email_unverified"
+    checkout = post(client, "/subscription/checkout", {"price": prices["basic"], "success_url": "http://localhost:3000/ok",
+                                                      "cancel_url": "http://localhost:3000/no"}, headers)
+    assert checkout.status_code == 403 and error_code(checkout) == "email_unverified"
     work(app)
     post(client, "/auth/email/verify", {"token": last_token(smtp_server)})
     assert post(client, "/subscription/intent", {"price": prices["basic"]}, headers).status_code == 201

@@ -13,7 +13,7 @@ from tests.test_billing_flow import start_flow
 from tests.test_subscription_management import post, subscribe, use_card
 
 INVOICE_FIELDS = {"id", "number", "status", "amount_due", "amount_paid", "currency", "created", "period_start",
-                  "period_end", "hosted_invoice_url", "invoice_pdf"}
+                  "period_end", "hosted_invoice_url", "invoice_pdf", "subtotal", "tax", "total"}
 ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 

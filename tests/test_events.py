@@ -21,13 +21,22 @@ CUSTOMER = "cus_00000000000000"
 # A real payload carrying each kind of object the table names, with nothing in it that would
 # make a listener call the provider: no previous_attributes, a one-off invoice, no card. No real
 # SetupIntent event is among the fixtures: Stripe's own example object goes into 02's envelope.
-CARRIERS = {"subscription": "02", "invoice": "17", "customer": "16", "setup_intent": "02"}
+# Products, prices and Checkout Sessions have no real event among the fixtures either; the session
+# names no subscription (one not paid yet), so no listener calls the provider.
+CARRIERS = {"subscription": "02", "invoice": "17", "customer": "16", "setup_intent": "02", "product": "02",
+            "price": "02", "checkout.session": "02", "tax_id": "02"}
 
 
 def carrier(kind, **changes):
     event = load_event(CARRIERS[kind], **changes)
     if kind == "setup_intent":
         event["data"]["object"] = {**openapi_example("setup_intent"), "customer": CUSTOMER}
+    if kind in ("product", "price"):
+        event["data"]["object"] = openapi_example(kind)
+    if kind == "tax_id":
+        event["data"]["object"] = {**openapi_example(kind), "customer": CUSTOMER}
+    if kind == "checkout.session":
+        event["data"]["object"] = {**openapi_example(kind), "customer": CUSTOMER, "subscription": None}
     return event
 
 

@@ -19,14 +19,16 @@ ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
 # prices offered are configuration (PROVIDER_PLANS), so another one is 422 unknown_price; an
 # Idempotency-Key the user already sent with another request is 422 idempotency_key_reused, and the
 # generated keys repeat across operations; an invoice cursor must name one of the user's invoices
-# (422); a verification or reset token must be one the service signed (400 invalid_token); and
-# OpenAPI 3.0 cannot forbid unknown query parameters, which the paged lists ignore.
+# (422); a verification or reset token must be one the service signed (400 invalid_token); OpenAPI
+# 3.0 cannot forbid unknown query parameters, which the paged lists ignore; the hosts a Checkout may
+# return to are configuration (CHECKOUT_ALLOWED_HOSTS), others are 422; and Stripe checks a tax id's
+# type and the format of its value (422 invalid_tax_id).
 KEYED = {"/subscription/portal", "/subscription/swap", "/subscription/cancel", "/subscription/resume",
-         "/subscription/quantity", "/subscription/payment-method"}
+         "/subscription/quantity", "/subscription/payment-method", "/subscription/checkout"}
 NOT_EXPRESSIBLE = {
     "positive_data_acceptance": {"/provider/webhook", "/auth/register", "/auth/login", "/subscription/intent",
                                  "/subscription/swap/preview", "/subscription/invoices", "/auth/email/verify",
-                                 "/auth/password/reset"} | KEYED,
+                                 "/auth/password/reset", "/subscription/tax-ids"} | KEYED,
     "negative_data_rejection": {"/notifications", "/auth/tokens", "/subscription/invoices"},
 }
 

@@ -176,7 +176,8 @@ def test_make_bench_runs_every_row(tmp_path):
     rows = [line for line in run.stdout.splitlines() if line.startswith(f"| {kind} |")]
     every_kind = ("minimal Flask app", "`GET /auth/me`, valid token", "webhook ingest, lifecycle mix",
                   "`flask prune-tokens`", "`POST /subscription/intent`", "`POST /subscription/swap` round trip",
-                  "`POST /auth/login`", "`POST /auth/password/forgot`")
+                  "`POST /auth/login`", "`POST /auth/password/forgot`",
+                  "`GET /plans`")
     every_row = ("`GET /_bench/bare`", "personal token scoped", "other tokens", "one webhook delivery at a time")
     for measured in budget(quick=every_kind, deep=every_kind + every_row):
         assert any(measured in row for row in rows), (measured, run.stdout)

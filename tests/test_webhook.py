@@ -161,7 +161,8 @@ def test_new_shape_reads_the_period_from_items(app, client, customer):
         assert subscription.provider_status == "canceled" and not subscription.is_valid(DURING_PERIOD)
 
 
-@pytest.mark.parametrize("name", ["12", "13", "16", "17", "18", "19", "21"])
+# 17, a paid one-off invoice, sends a receipt (tests/test_selling.py); its twin 18 does not.
+@pytest.mark.parametrize("name", ["12", "13", "16", "18", "19", "21"])
 def test_events_the_listeners_do_not_handle_change_nothing_but_the_ledger(app, client, name):
     event = load_event(name)
     obj = event["data"]["object"]

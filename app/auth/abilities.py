@@ -9,10 +9,12 @@ token it describes and which means "may do everything". A personal access token 
 ABILITIES = {
     "profile:read": "GET /auth/me",
     "subscription:read": "GET /subscription, GET /subscription/swap/preview, GET /subscription/invoices, "
-                         "GET /subscription/invoices/upcoming",
+                         "GET /subscription/invoices/upcoming, GET /subscription/billing-details",
     "subscription:write": "POST /subscription/intent, POST /subscription/portal, POST /subscription/swap, "
                           "POST /subscription/cancel, POST /subscription/resume, POST /subscription/quantity, "
-                          "POST /subscription/payment-method",
+                          "POST /subscription/payment-method, POST /subscription/checkout, "
+                          "PUT /subscription/billing-details, POST /subscription/tax-ids, "
+                          "DELETE /subscription/tax-ids/{tax_id}",
     "notifications:read": "GET /notifications",
     "tokens:manage": "GET /auth/tokens, POST /auth/tokens (abilities it has itself), DELETE /auth/tokens/{id}, "
                      "POST /auth/logout-all",

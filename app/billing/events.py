@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 COMMIT_PLAN = "commit_plan"
 COMMIT_PAYMENT_METHOD = "commit_payment_method"
+SEND_RECEIPT = "send_receipt"
+REFRESH_CATALOG = "refresh_catalog"
+COMMIT_CHECKOUT = "commit_checkout"
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,8 @@ class EventType:
     writes_subscription: bool
     listeners: tuple
     twin_of: str | None = None
+    # False for the account's catalogue (products, prices): no customer, acted on without a user.
+    customer_bound: bool = True
 
 
 EVENT_TYPES = {
@@ -40,12 +45,22 @@ EVENT_TYPES = {
     # A trial ended without a card (paused: no plan) and a card resumed it: the status says which.
     "customer.subscription.paused": EventType("subscription", True, (COMMIT_PLAN,)),
     "customer.subscription.resumed": EventType("subscription", True, (COMMIT_PLAN,)),
-    "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,)),
-    "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD,), twin_of="invoice.paid"),
+    "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT)),
+    "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT),
+                                           twin_of="invoice.paid"),
     "invoice.payment_failed": EventType("invoice", False, (COMMIT_PLAN,)),
     "customer.updated": EventType("customer", False, (COMMIT_PAYMENT_METHOD,)),
     # A card saved with a SetupIntent (the card form, or a trial's pending SetupIntent).
     "setup_intent.succeeded": EventType("setup_intent", False, (COMMIT_PAYMENT_METHOD,)),
+    # A Checkout Session was paid: the controller syncs its subscription, whose activating event it is.
+    "checkout.session.completed": EventType("checkout.session", False, (COMMIT_CHECKOUT,)),
+    "checkout.session.async_payment_succeeded": EventType("checkout.session", False, (COMMIT_CHECKOUT,)),
+    # A customer's tax ids (CONTRACT "Selling"): checked as events of a known customer and acknowledged;
+    # nothing is stored, GET /subscription/billing-details reads them from Stripe.
+    **{f"customer.tax_id.{change}": EventType("tax_id", False, ()) for change in ("created", "updated", "deleted")},
+    # The plan catalogue (GET /plans) changed at Stripe: every worker reads it again.
+    **{f"{family}.{change}": EventType(family, False, (REFRESH_CATALOG,), customer_bound=False)
+       for family in ("product", "price") for change in ("created", "updated", "deleted")},
 }
 
 # What an endpoint at the provider must send (SPEC 4 rule 6); a legacy twin is not needed.
@@ -54,12 +69,18 @@ REQUIRED_EVENT_TYPES = tuple(name for name, spec in EVENT_TYPES.items() if spec.
 # The object each handled type must carry; other types are acknowledged whatever they carry.
 EXPECTED_OBJECT = {name: spec.object for name, spec in EVENT_TYPES.items()}
 
+# The types that name no customer: processed without a user (the catalogue's).
+ACCOUNT_TYPES = frozenset(name for name, spec in EVENT_TYPES.items() if not spec.customer_bound)
+
+# The types whose session's subscription the controller syncs (a live read) before the listeners run.
+CHECKOUT_TYPES = frozenset(name for name, spec in EVENT_TYPES.items() if spec.object == "checkout.session")
+
 # The types whose object is written into the subscription row before the listeners run.
 SUBSCRIPTION_WRITING_TYPES = frozenset(name for name, spec in EVENT_TYPES.items() if spec.writes_subscription)
 
 
 def handled_by(listener):
-    """Return the event types ``listener`` (``COMMIT_PLAN`` or ``COMMIT_PAYMENT_METHOD``) acts on."""
+    """Return the event types ``listener`` (one of the names above, e.g. ``COMMIT_PLAN``) acts on."""
     return frozenset(name for name, spec in EVENT_TYPES.items() if listener in spec.listeners)
 
 

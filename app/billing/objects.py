@@ -136,3 +136,28 @@ def card_expiry_of(payment_method):
     month, year = (card.get("exp_month"), card.get("exp_year")) if isinstance(card, dict) else (None, None)
     valid = isinstance(month, int) and isinstance(year, int) and 1 <= month <= 12 and 2000 <= year <= 9999
     return (month, year) if valid else (None, None)
+
+
+def discount_of(subscription, known=None):
+    """Return the subscription's first discount as ``{"id", "coupon": {"id", "percent_off", "amount_off",
+    "currency", "duration", "duration_in_months"}, "promotion_code", "end"}``, or ``None`` without one.
+
+    ``discounts`` holds ids unless expanded (``discounts.source.coupon``): a webhook's id that is
+    ``known``'s (the stored discount) keeps it; ``UNREAD`` when only Stripe can say what it is.
+    """
+    discounts = subscription.get("discounts") or []
+    if not discounts:
+        return None
+    first = discounts[0]
+    if isinstance(first, str):
+        return known if known and known.get("id") == first else UNREAD
+    coupon = (first.get("source") or {}).get("coupon") or first.get("coupon")
+    if not isinstance(coupon, dict):
+        return known if known and known.get("id") == first.get("id") else UNREAD
+    return {"id": first.get("id"), "promotion_code": ref_id(first.get("promotion_code")), "end": first.get("end"),
+            "coupon": {name: coupon.get(name) for name in ("id", "percent_off", "amount_off", "currency", "duration",
+                                                             "duration_in_months")}}
+
+
+# A discount the payload names by id only, unknown to the row: the live subscription says what it is.
+UNREAD = {"unread": True}

@@ -30,6 +30,21 @@ class InvalidProrationDate(AppError):
         return cls("The request body is not valid.", details={"proration_date": [message]})
 
 
+class InvalidTaxId(AppError):
+    """422 ``invalid_tax_id``: Stripe refused the tax id's type or value (CONTRACT "Selling")."""
+
+    status = 422
+    code = "invalid_tax_id"
+
+    @classmethod
+    def refused(cls, kind, reason):
+        return cls(f"Stripe refused the tax id: {reason}", details={"type": kind})
+
+
+class ChangeDeclined(Exception):  # noqa: N818 (a decision, not a fault)
+    """Stripe refused a subscription change because its charge was declined (``error_if_incomplete``)."""
+
+
 class SubscriptionProvider(ABC):
     """What the service needs from a payment provider. Every call may raise ``ProviderUnavailable``."""
 
@@ -62,9 +77,11 @@ class SubscriptionProvider(ABC):
         """Return the payment intent."""
 
     @abstractmethod
-    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0):
+    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
+                            automatic_tax=False):
         """Create a subscription awaiting payment; ``latest_invoice.confirmation_secret`` and
-        ``pending_setup_intent`` expanded.
+        ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``;
+        taxed by Stripe Tax with ``automatic_tax``.
 
         Uses ``payment_behavior=default_incomplete`` and
         ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT). With
@@ -81,6 +98,48 @@ class SubscriptionProvider(ABC):
         """
 
     @abstractmethod
+    def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
+                                automatic_tax=False):
+        """Create a Checkout Session in ``subscription`` mode for the customer; return it (``id``, ``url``).
+
+        ``line`` is ``{"price", "quantity"}``, ``urls`` ``{"success_url", "cancel_url"}``. With
+        ``trial_days`` (> 0) the subscription starts as a free trial; ``promotion_code`` (an id) is
+        applied, else the page lets the customer type one (``allow_promotion_codes``);
+        ``automatic_tax`` asks Stripe Tax to compute tax (the page collects the address).
+        """
+
+    @abstractmethod
+    def update_billing_details(self, customer_id, name, address):
+        """Set the customer's ``name`` (``None``: left as it is) and ``address`` (Stripe's fields); return it."""
+
+    @abstractmethod
+    def list_tax_ids(self, customer_id):
+        """Return the customer's tax ids (Stripe's TaxId dicts), newest first."""
+
+    @abstractmethod
+    def create_tax_id(self, customer_id, kind, value):
+        """Add a tax id of Stripe's ``kind`` (``eu_vat``, ...) to the customer; return it.
+
+        Raises ``InvalidTaxId`` (422) when Stripe refuses the type or the value.
+        """
+
+    @abstractmethod
+    def delete_tax_id(self, customer_id, tax_id):
+        """Delete the customer's tax id; raises ``NotFound`` (404) when the customer has none with that id."""
+
+    @abstractmethod
+    def find_promotion_code(self, code):
+        """Return the active promotion code ``code`` (case-insensitive, as Stripe matches it) with
+        ``promotion.coupon`` expanded, or ``None`` when no active one has it."""
+
+    @abstractmethod
+    def list_recurring_prices(self):
+        """Return every active recurring price, each with its ``product`` expanded (a dict).
+
+        Stripe's ``GET /v1/prices?active=true&type=recurring``, all pages; ``unit_amount`` in minor units.
+        """
+
+    @abstractmethod
     def retrieve_subscription(self, subscription_id):
         """Return the live subscription with ``latest_invoice.confirmation_secret`` and ``pending_setup_intent``."""
 
@@ -93,7 +152,8 @@ class SubscriptionProvider(ABC):
         """Update the subscription with Stripe's update ``params`` and return it as Stripe answered.
 
         ``latest_invoice.confirmation_secret`` is expanded (a change's unpaid invoice is confirmed
-        with it). Raises ``UnknownPrice`` (422) when the provider knows no price given in ``items``.
+        with it). Raises ``UnknownPrice`` (422) when the provider knows no price given in ``items``,
+        ``ChangeDeclined`` when Stripe refused it for a declined charge (``error_if_incomplete``).
         """
 
     @abstractmethod
@@ -104,8 +164,10 @@ class SubscriptionProvider(ABC):
         """
 
     @abstractmethod
-    def preview_invoice(self, subscription_id, subscription_details=None):
-        """Return the invoice the subscription's change (``subscription_details``) or next renewal makes.
+    def preview_invoice(self, subscription_id, subscription_details=None, promotion_code=None, automatic_tax=False):
+        """Return the invoice the subscription's change (``subscription_details``) or next renewal makes,
+        discounted by the promotion code id ``promotion_code`` instead of the subscription's discounts,
+        taxed by Stripe Tax with ``automatic_tax``.
 
         Stripe's ``POST /v1/invoices/create_preview``; amounts in minor units. ``None`` when nothing
         renews (Stripe's ``invoice_upcoming_none``).

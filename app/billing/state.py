@@ -93,6 +93,9 @@ def apply_subscription(user, obj, as_of):
     subscription.pending_quantity = pending["quantity"] if pending else None
     subscription.pending_expires_at = from_timestamp(pending["expires_at"]) if pending else None
     subscription.test_clock = objects.ref_id(obj.get("test_clock"))
+    discount = objects.discount_of(obj, subscription.discount)
+    if discount is not objects.UNREAD:  # the webhook writer read the live subscription for it
+        subscription.discount = discount
     subscription.provider_created_at = from_timestamp(obj.get("created"))
     subscription.provider_updated_at = max(as_of, subscription.provider_updated_at)
     _apply_items(subscription, items)

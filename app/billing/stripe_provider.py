@@ -14,12 +14,16 @@ import requests
 import stripe
 from stripe.params import (
     CustomerCreateParams,
+    CustomerCreateTaxIdParams,
+    CustomerListTaxIdsParams,
     CustomerRetrieveParams,
     CustomerUpdateParams,
     InvoiceCreatePreviewParams,
     InvoiceCreatePreviewParamsSubscriptionDetails,
     InvoiceListParams,
     InvoicePayParams,
+    PriceListParams,
+    PromotionCodeListParams,
     SetupIntentCreateParams,
     SubscriptionCancelParams,
     SubscriptionCreateParams,
@@ -30,12 +34,14 @@ from stripe.params import (
     WebhookEndpointListParams,
 )
 from stripe.params.billing_portal import SessionCreateParams
+from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateParams
 
 from app import jsonbody
-from app.billing.provider import InvalidProrationDate, SubscriptionProvider
+from app.billing.provider import ChangeDeclined, InvalidProrationDate, InvalidTaxId, SubscriptionProvider
 from app.errors import (
     InvalidJson,
     InvalidSignature,
+    NotFound,
     ProviderRejected,
     ProviderUnavailable,
     UnknownPrice,
@@ -45,7 +51,8 @@ from app.pagination import InvalidCursor
 log = logging.getLogger(__name__)
 
 # The client secrets a client confirms: the first invoice's payment, or a trial's SetupIntent.
-SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret", "pending_setup_intent"]
+# Its discounts with their coupons: the row shows them (CONTRACT "Selling": Subscription ``discount``).
+SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret", "pending_setup_intent", "discounts.source.coupon"]
 
 # Stripe keeps a billing portal session usable for a few minutes; within one window of this many
 # seconds a retried or repeated request gets the same session, after it a fresh one.
@@ -189,7 +196,8 @@ class StripeProvider(SubscriptionProvider):
         with _provider_call("retrieve payment intent"):
             return self._v1.payment_intents.retrieve(payment_intent_id).to_dict()
 
-    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0):
+    def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
+                            automatic_tax=False):
         params: SubscriptionCreateParams = {
             "customer": customer_id,
             "items": [{"price": price}],
@@ -197,6 +205,10 @@ class StripeProvider(SubscriptionProvider):
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": SUBSCRIPTION_EXPAND,
         }
+        if promotion_code:
+            params["discounts"] = [{"promotion_code": promotion_code}]
+        if automatic_tax:
+            params["automatic_tax"] = {"enabled": True}
         if trial_days:
             params["trial_period_days"] = trial_days
             params["trial_settings"] = {"end_behavior": {"missing_payment_method": "pause"}}
@@ -212,6 +224,71 @@ class StripeProvider(SubscriptionProvider):
                 if exc.code == "resource_missing":
                     raise UnknownPrice.for_price(price_id) from exc
                 raise
+
+    def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
+                                automatic_tax=False):
+        params: CheckoutSessionCreateParams = {
+            "mode": "subscription", "customer": customer_id,
+            "line_items": [{"price": line["price"], "quantity": line["quantity"]}],
+            "success_url": urls["success_url"], "cancel_url": urls["cancel_url"],
+        }
+        if promotion_code:
+            params["discounts"] = [{"promotion_code": promotion_code}]
+        else:
+            params["allow_promotion_codes"] = True
+        if trial_days:
+            params["subscription_data"] = {"trial_period_days": trial_days}
+        if automatic_tax:
+            # Stripe Tax needs the customer's address: the page collects it onto the customer.
+            params["automatic_tax"] = {"enabled": True}
+            params["customer_update"] = {"address": "auto"}
+        with _provider_call("create checkout session"), _client_values_refused({"items": [line]}):
+            return self._v1.checkout.sessions.create(
+                params=params, options={"idempotency_key": idempotency_key}).to_dict()
+
+    def update_billing_details(self, customer_id, name, address):
+        params: CustomerUpdateParams = {"address": address}
+        if name is not None:
+            params["name"] = name
+        with _provider_call("update billing details"):
+            return self._v1.customers.update(customer_id, params=params).to_dict()
+
+    def list_tax_ids(self, customer_id):
+        params: CustomerListTaxIdsParams = {"limit": 100}
+        with _provider_call("list tax ids"):
+            return [tax_id.to_dict() for tax_id in self._v1.customers.tax_ids.list(customer_id, params=params).data]
+
+    def create_tax_id(self, customer_id, kind, value):
+        params: CustomerCreateTaxIdParams = {"type": kind, "value": value}  # type: ignore[typeddict-item]
+        with _provider_call("create tax id"):
+            try:
+                return self._v1.customers.tax_ids.create(customer_id, params=params).to_dict()
+            except stripe.InvalidRequestError as exc:
+                if exc.param in ("type", "value") or exc.code == "tax_id_invalid":
+                    raise InvalidTaxId.refused(kind, _one_line(exc.user_message or exc)) from exc
+                raise
+
+    def delete_tax_id(self, customer_id, tax_id):
+        with _provider_call("delete tax id"):
+            try:
+                self._v1.customers.tax_ids.delete(customer_id, tax_id)
+            except stripe.InvalidRequestError as exc:
+                if exc.code == "resource_missing":
+                    raise NotFound(f"The customer has no tax id {tax_id!r}.") from exc
+                raise
+
+    def find_promotion_code(self, code):
+        params: PromotionCodeListParams = {"code": code, "active": True, "limit": 1,
+                                           "expand": ["data.promotion.coupon"]}
+        with _provider_call("find promotion code"):
+            found = self._v1.promotion_codes.list(params=params).data
+        return found[0].to_dict() if found else None
+
+    def list_recurring_prices(self):
+        params: PriceListParams = {"active": True, "type": "recurring", "limit": 100, "expand": ["data.product"]}
+        with _provider_call("list prices"):
+            page = self._v1.prices.list(params=params)
+            return [price.to_dict() for price in page.auto_paging_iter()]
 
     def retrieve_subscription(self, subscription_id):
         params: SubscriptionRetrieveParams = {"expand": SUBSCRIPTION_EXPAND}
@@ -241,6 +318,11 @@ class StripeProvider(SubscriptionProvider):
             try:
                 answer = self._v1.subscriptions.update(subscription_id, params=expanded,
                                                        options={"idempotency_key": idempotency_key})
+            except stripe.CardError as exc:
+                if params.get("payment_behavior") != "error_if_incomplete":
+                    raise
+                log.info("update of subscription %s declined: %s", subscription_id, _one_line(exc))
+                raise ChangeDeclined() from exc
             except stripe.IdempotencyError:
                 # The key's request went through before, with parameters decided from a state that
                 # has moved on since (a retried upgrade that is now a downgrade): it is done, and
@@ -257,10 +339,15 @@ class StripeProvider(SubscriptionProvider):
         return self._now_if_replayed(answer)
 
     def preview_invoice(self, subscription_id,
-                        subscription_details: InvoiceCreatePreviewParamsSubscriptionDetails | None = None):
+                        subscription_details: InvoiceCreatePreviewParamsSubscriptionDetails | None = None,
+                        promotion_code=None, automatic_tax=False):
         params: InvoiceCreatePreviewParams = {"subscription": subscription_id}
+        if automatic_tax:
+            params["automatic_tax"] = {"enabled": True}
         if subscription_details:
             params["subscription_details"] = subscription_details
+        if promotion_code:
+            params["discounts"] = [{"promotion_code": promotion_code}]
         with _provider_call("preview invoice"), _client_values_refused(subscription_details or {}):
             try:
                 return self._v1.invoices.create_preview(params=params).to_dict()

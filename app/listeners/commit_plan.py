@@ -8,10 +8,12 @@ their ``data`` are CONTRACT "Additions"; the README lists them with the events t
 from app.billing import objects, plans, state
 from app.billing.events import COMMIT_PLAN, handled_by
 from app.billing.statuses import DUNNING_STATUSES, SUBSCRIBING_STATUSES, VALID_STATUSES
-from app.notifications import notify
+from app.notifications import notified, notify
 from app.signals import webhook_handled
 
 EVENT_TYPES = handled_by(COMMIT_PLAN)
+# CONTRACT "Selling": a subscription gets at most one of each, whatever else arrives.
+ONCE_PER_SUBSCRIPTION = frozenset({"subscribed", "trial_started"})
 
 
 def _prices(items):
@@ -166,5 +168,8 @@ def commit_plan(sender, event, **extra):
         return False
     plans.recompute_plan(user)
     for kind, data in decide_notifications(event):
+        # One per subscription whatever arrives: a Checkout subscription's comes from its session.
+        if kind in ONCE_PER_SUBSCRIPTION and notified(user, kind, "subscription", data.get("subscription")):
+            continue
         notify(user, event["id"], kind, data)
     return True

@@ -1,5 +1,6 @@
 """The models, importable from one place so Alembic sees every table."""
 from app.models.account import DeletedSubscriber, PasswordResetRequest
+from app.models.catalog import CatalogVersion
 from app.models.delivery import NotificationDelivery
 from app.models.idempotency import IdempotencyKey
 from app.models.subscription import Subscription, SubscriptionItem, TrialFingerprint
@@ -7,6 +8,6 @@ from app.models.token import AccessToken, RotatedToken
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
-__all__ = ["AccessToken", "DeletedSubscriber", "FailedWebhookEvent", "IdempotencyKey", "Notification",
-           "NotificationDelivery", "PasswordResetRequest", "RotatedToken", "Subscription", "SubscriptionItem",
-           "TrialFingerprint", "User", "WebhookEvent"]
+__all__ = ["AccessToken", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent", "IdempotencyKey",
+           "Notification", "NotificationDelivery", "PasswordResetRequest", "RotatedToken", "Subscription",
+           "SubscriptionItem", "TrialFingerprint", "User", "WebhookEvent"]

@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.billing import statuses
@@ -55,6 +55,8 @@ class Subscription(SubscriptionRules, db.Model):
     pending_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A Stripe test clock (test mode): the subscription's "now" is the clock's frozen time.
     test_clock: Mapped[str | None] = mapped_column(String(255))
+    # Stripe's first discount as ``objects.discount_of`` reads it: {"id", "coupon", "promotion_code", "end"}.
+    discount: Mapped[dict | None] = mapped_column(JSON)
     provider_created_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

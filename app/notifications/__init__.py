@@ -7,6 +7,7 @@ Delivery goes through a transactional outbox: ``notify`` writes the notification
 import secrets
 
 from flask import current_app
+from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Notification, NotificationDelivery
@@ -47,3 +48,14 @@ def notify_account(user, kind, data=None):
         db.session.add(notification)
         db.session.add(NotificationDelivery(notification=notification, channel="email"))
         metrics.notification_queued("email")
+
+
+def notified(user, kind, field, value):
+    """Whether ``user`` already has a ``kind`` notification whose ``data[field]`` is ``value``.
+
+    For the kinds that come once per object whatever events arrive (a receipt per invoice, one
+    ``subscribed`` per subscription), where two different events may call for the same one.
+    """
+    found = db.session.scalars(select(Notification.data).where(Notification.user_id == user.id,
+                                                               Notification.kind == kind))
+    return any((data or {}).get(field) == value for data in found)

@@ -10,7 +10,9 @@ Times in ``data`` are Unix seconds (UTC), as the provider sends them.
 
 NOTIFICATION_KINDS = {
     "subscribed": "customer.subscription.updated, status from incomplete, incomplete_expired, paused or canceled "
-                  "to active or trialing. data: subscription, from_status, status.",
+                  "to active or trialing; or checkout.session.completed (or async_payment_succeeded) of a session "
+                  "whose subscription is active (from_status null). At most one per subscription. "
+                  "data: subscription, from_status, status.",
     "cancellation_scheduled": "customer.subscription.updated, cancel_at_period_end (or cancel_at) set. "
                               "data: subscription, ends_at.",
     "cancellation_withdrawn": "customer.subscription.updated, cancel_at_period_end (or cancel_at) cleared. "
@@ -42,6 +44,9 @@ NOTIFICATION_KINDS = {
                         "without a token. data: via (password or reset).",
     "email_change_requested": "POST /auth/email/change asked to move the account to another address; sent to "
                               "the current address, without a token. data: new_email.",
+    "payment_succeeded": "invoice.paid with amount_paid > 0 (a receipt; once per invoice, however often Stripe "
+                         "delivers it). data: invoice, amount_paid (minor units), currency, hosted_invoice_url, "
+                         "invoice_pdf.",
 }
 
 # Account email -> what it carries. data: email (the address it goes to) for email_change only.

@@ -28,6 +28,26 @@ _templates.filters["date"] = lambda seconds: (
     from_timestamp(seconds).strftime("%d %B %Y, %H:%M UTC") if seconds else "")
 _templates.filters["plan_name"] = lambda price, plans: plans.get(price, price)
 
+# Stripe's minor units per currency where they are not hundredths
+# (https://docs.stripe.com/currencies#zero-decimal, #three-decimal): a receipt shows what Stripe
+# charged, and 2900 JPY must not read as 29.00.
+_EXPONENTS = {**dict.fromkeys(("bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga", "pyg", "rwf", "ugx",
+                               "vnd", "vuv", "xaf", "xof", "xpf"), 0),
+              **dict.fromkeys(("bhd", "jod", "kwd", "omr", "tnd"), 3)}
+
+
+def _money(minor_units, currency):
+    """``2900, "usd"`` -> ``"29.00 USD"``: Stripe's integer amount shown in major units, nothing computed."""
+    if not isinstance(minor_units, int) or not currency:
+        return ""
+    exponent = _EXPONENTS.get(str(currency).lower(), 2)
+    sign, digits = ("-" if minor_units < 0 else ""), str(abs(minor_units)).rjust(exponent + 1, "0")
+    major = f"{digits[:-exponent]}.{digits[-exponent:]}" if exponent else digits
+    return f"{sign}{major} {str(currency).upper()}"
+
+
+_templates.filters["money"] = _money
+
 
 def message_id(notification, sender):
     """Return the email ``Message-ID`` of ``notification``: the same on every attempt (RFC 5322 3.6.4)."""

@@ -6,6 +6,8 @@ a SetupIntent the client confirms with Stripe.js (``confirmSetup``); what the ca
 decided by the ``setup_intent.succeeded`` webhook (``app.billing.card_change``), never here.
 Nothing here commits.
 """
+from flask import current_app
+
 from app.billing.provider import get_provider
 from app.errors import NotFound
 from app.idempotency import provider_key
@@ -37,7 +39,8 @@ def upcoming_invoice(user):
     subscription = live_subscription(user.subscriptions)
     if subscription is None or subscription.ends_at is not None:
         raise NotFound("Nothing renews: the user has no subscription that continues past its period.")
-    invoice = get_provider().preview_invoice(subscription.provider_id)
+    invoice = get_provider().preview_invoice(subscription.provider_id,
+                                             automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
     if invoice is None:
         raise NotFound("Nothing renews: Stripe has no upcoming invoice for the subscription.")
     return invoice

@@ -56,6 +56,15 @@ class PaymentRequired(AppError):
                             **_invoice_details(invoice)})
 
 
+    @classmethod
+    def declined(cls):
+        """A change with a promotion code, refused whole by Stripe for its declined charge: nothing waits."""
+        return cls("The change's charge was declined, so nothing changed (a change with a promotion code is "
+                   "applied only once paid). Update the card (POST /subscription/payment-method) and try again.",
+                   details={"client_secret": None, "invoice": None, "hosted_invoice_url": None,
+                            "amount_due": None, "currency": None})
+
+
 class PaymentPending(Conflict):
     """409: an earlier price or seat change waits for its invoice to be paid (Stripe's ``pending_update``)."""
 

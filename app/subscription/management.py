@@ -13,8 +13,9 @@ import time
 
 from flask import current_app
 
-from app.billing import objects, plans, prices, state
-from app.billing.provider import InvalidProrationDate, get_provider
+from app import presentation
+from app.billing import objects, plans, prices, promotions, state
+from app.billing.provider import ChangeDeclined, InvalidProrationDate, get_provider
 from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, PAUSED_STATUSES, TERMINAL_STATUSES
 from app.errors import Conflict, UnknownPrice
 from app.extensions import db
@@ -112,13 +113,16 @@ def check_proration_date(value, now):
         raise InvalidProrationDate.not_recent()
 
 
-def _change_item(user, action, change, proration_date):
+def _change_item(user, action, change, proration_date, promotion_code=None):
     """Apply ``change`` (``{"price"}`` or ``{"quantity"}``) to the one item of the live subscription.
 
     Returns ``(row, pending_update)``; a change to what the item already has calls nothing but a read.
     Its ``proration_behavior`` is decided here, never by the client (``prices.proration_for``).
     Raises ``PaymentPending`` (409) while an earlier change waits for payment, ``PaymentRequired``
-    (402) when Stripe keeps this change pending, after writing its answer.
+    (402) when Stripe keeps this change pending, after writing its answer. With ``promotion_code``
+    (a resolved id) the change carries the discount and is ``error_if_incomplete``: Stripe's pending
+    updates take no discounts, and a discount applied without the change would lower what the
+    current price costs; declined, nothing changes (402).
     """
     subscription = _priced(user)
     if proration_date is not None:
@@ -137,7 +141,12 @@ def _change_item(user, action, change, proration_date):
               "proration_behavior": behavior}
     if proration_date is not None:
         params["proration_date"] = proration_date
-    live = provider.update_subscription(subscription.provider_id, params, provider_key(user, action))
+    if promotion_code:
+        params.update(discounts=[{"promotion_code": promotion_code}], payment_behavior="error_if_incomplete")
+    try:
+        live = provider.update_subscription(subscription.provider_id, params, provider_key(user, action))
+    except ChangeDeclined:
+        raise PaymentRequired.declined() from None
     row = _write(user, live)
     pending = objects.pending_update_of(live)
     # The answer may carry an older pending update (made in the portal, say); this change is refused
@@ -154,19 +163,21 @@ def _carries(live, change):
     return all(found.get(name) == value for name, value in change.items())
 
 
-def swap(user, price, proration_date=None):
+def swap(user, price, proration_date=None, promotion_code=None):
     """Move the user's live subscription to ``price``; return ``(Subscription, pending_update or None)``.
 
     A dearer price, or another interval, is invoiced and charged at once; a cheaper one follows
     ``PROVIDER_PRORATION`` (``prices.proration_for``). ``proration_date`` (Unix seconds, at most 10
-    minutes old: a preview's) makes the charge the one the preview showed. Raises ``UnknownPrice``
-    and ``InvalidProrationDate`` (422), ``NotSubscribed`` / ``SubscriptionPastDue`` /
+    minutes old: a preview's) makes the charge the one the preview showed; ``promotion_code`` (as
+    typed) discounts it, resolved before anything changes. Raises ``UnknownPrice``,
+    ``InvalidPromotionCode`` and ``InvalidProrationDate`` (422), ``NotSubscribed`` / ``SubscriptionPastDue`` /
     ``PaymentPending`` / ``Conflict`` (409), ``PaymentRequired`` (402), ``ProviderRejected`` (502)
     and ``ProviderUnavailable`` (503).
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    return _change_item(user, "swap", {"price": price}, proration_date)
+    promotion = promotions.resolve(promotion_code, price, user.provider_id)
+    return _change_item(user, "swap", {"price": price}, proration_date, promotion)
 
 
 def set_quantity(user, quantity):
@@ -177,29 +188,33 @@ def set_quantity(user, quantity):
     return _change_item(user, "quantity", {"quantity": quantity}, None)[0]
 
 
-def preview_swap(user, price):
+def preview_swap(user, price, promotion_code=None):
     """Return Stripe's invoice preview of swapping to ``price``: ``{"amount_due", "currency",
     "proration_date", "lines"}``, amounts in minor units, times in Unix seconds.
 
     The preview asks Stripe for exactly what the swap will send: the same ``proration_behavior``
     (a dearer price: the invoice charged at once; a cheaper one: the next renewal's invoice, which
     carries the credit) and its own ``proration_date``, now, which it returns. A swap sent with it
-    within 10 minutes charges what was shown (cashier-stripe#576). Raises as ``swap``.
+    within 10 minutes charges what was shown (cashier-stripe#576); with ``promotion_code`` (as
+    typed) the discount the swap with it gets. Raises as ``swap``.
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
+    promotion = promotions.resolve(promotion_code, price, user.provider_id)
     subscription = _priced(user, lock=False)  # a read: nothing changes, nothing to serialise
     item, provider = subscription.items[0], get_provider()
     quantity = item.quantity or 1
     now = stripe_now(subscription)
     details = {"items": [{"id": item.provider_id, "price": price}], "proration_date": now,
                "proration_behavior": prices.proration_for(provider, item.provider_price, quantity, price, quantity)}
-    invoice = provider.preview_invoice(subscription.provider_id, details)
+    invoice = provider.preview_invoice(subscription.provider_id, details, promotion,
+                                       automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
     if invoice is None:
         raise NotSubscribed("The subscription will not renew, so a swap has nothing to preview.")
     return {
         "amount_due": invoice.get("amount_due"),
         "currency": invoice.get("currency"),
+        **presentation.totals_of(invoice),
         "proration_date": now,
         "lines": [present_line(line) for line in objects.list_data(invoice.get("lines"))],
     }

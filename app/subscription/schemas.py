@@ -12,9 +12,17 @@ class SubscriptionStateSchema(Schema):
     subscription = fields.Nested(SubscriptionSchema, allow_none=True, required=True)
 
 
+# The code a customer types (e.g. LAUNCH20), resolved at Stripe among the active promotion codes.
+def promotion_code_field():
+    return Text(load_default=None, validate=validate.Length(min=1, max=255), metadata={
+        "description": "A promotion code as the customer typed it (e.g. LAUNCH20); unknown, inactive, expired or "
+                       "not applicable: 422 invalid_promotion_code, and nothing changes"})
+
+
 class IntentRequestSchema(Schema):
     price = Text(required=True, validate=validate.Length(min=1, max=255),
                  metadata={"description": "Provider price id, one of PROVIDER_PLANS"})
+    promotion_code = promotion_code_field()
 
 
 class IntentSchema(Schema):
@@ -33,10 +41,12 @@ class SwapRequestSchema(Schema):
     proration_date = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1), load_default=None,
                                     metadata={"description": "Unix seconds: the preview's proration_date, so that the "
                                                              "charge is what it showed; at most 10 minutes old"})
+    promotion_code = promotion_code_field()
 
 
 class SwapPreviewQuerySchema(Schema):
     price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
+    promotion_code = promotion_code_field()
 
     @pre_load
     def refuse_unknown(self, data, **kwargs):
@@ -63,6 +73,10 @@ class InvoiceLineSchema(Schema):
 class SwapPreviewSchema(Schema):
     amount_due = fields.Integer(required=True, metadata={"description": "Minor units of currency"})
     currency = fields.String(required=True)
+    subtotal = fields.Integer(allow_none=True, required=True,
+                              metadata={"description": "Minor units, after discounts, before tax (as on Invoice)"})
+    tax = fields.Integer(required=True, metadata={"description": "Minor units, Stripe Tax's (0 without)"})
+    total = fields.Integer(allow_none=True, required=True, metadata={"description": "Minor units, Stripe's"})
     proration_date = fields.Integer(allow_none=True, required=True,
                                     metadata={"description": "Unix seconds; send it with the swap"})
     lines = fields.List(fields.Nested(InvoiceLineSchema), required=True)

@@ -1,4 +1,7 @@
 """Subscription operations behind the user-facing endpoints. Nothing here commits."""
+import hashlib
+import json
+
 from flask import current_app
 from sqlalchemy import select
 
@@ -35,7 +38,7 @@ def _open_subscription(user):
     return max(incomplete, key=lambda s: s.id, default=None)
 
 
-def create_intent(user, price):
+def create_intent(user, price, promotion_code=None):
     """Start (or resume) a subscription to ``price``; return ``(Subscription, client_secret, created)``.
 
     CONTRACT "/subscription/intent" and SPEC 4 rule 4: with a local incomplete subscription the
@@ -47,11 +50,36 @@ def create_intent(user, price):
     price is cancelled and a new one is created, a free trial when it is the user's first
     (``_trial_days``), whose ``client_secret`` is then its pending SetupIntent's. A per-user
     lock held to the end of the transaction makes concurrent calls create one subscription.
-    Raises ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
+    ``promotion_code`` is a resolved promotion code id (``promotions.resolve``): the new subscription
+    carries its discount, and a pending one is reused only with the same. Raises ``UnknownPrice``
+    (422) and ``ProviderUnavailable`` (503).
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
     provider = get_provider()
+    _refuse_second_subscription(user, provider)
+    pending = _open_subscription(user)
+    if pending is not None and pending.provider_price == price and _promotion_of(pending) == promotion_code:
+        live = provider.retrieve_subscription(pending.provider_id)
+        return pending, objects.client_secret_of(live), False
+    if pending is not None:
+        state.apply_subscription(user, provider.cancel_subscription(pending.provider_id), state.live_as_of())
+    attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
+    trial_days = _trial_days(user, provider)
+    # The trial is in the key: Stripe refuses a key reused with other parameters.
+    key = (f"subscription-{user.idempotency_token}-{attempt}-{price}" + (f"-trial-{trial_days}" if trial_days else "")
+           + (f"-{promotion_code}" if promotion_code else ""))
+    live = provider.create_subscription(ensure_customer(user), price, key, trial_days=trial_days,
+                                        promotion_code=promotion_code,
+                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
+    subscription = state.apply_subscription(user, live, state.live_as_of())
+    plans.recompute_plan(user)
+    return subscription, objects.client_secret_of(live), True
+
+
+def _refuse_second_subscription(user, provider):
+    """Take the per-user lock, sync an incomplete subscription, and raise ``AlreadySubscribed`` (409)
+    while the user has one that entitles, or one in dunning, paused or awaiting its trial's card."""
     lock_user(user)
     db.session.expire(user)
     if _open_subscription(user) is not None:
@@ -64,20 +92,36 @@ def create_intent(user, price):
                   if s.provider_status in DUNNING_STATUSES | PAUSED_STATUSES or s.awaits_card()), None)
     if stuck is not None:
         raise AlreadySubscribed.needs_card(stuck.provider_status)
-    pending = _open_subscription(user)
-    if pending is not None and pending.provider_price == price:
-        live = provider.retrieve_subscription(pending.provider_id)
-        return pending, objects.client_secret_of(live), False
-    if pending is not None:
-        state.apply_subscription(user, provider.cancel_subscription(pending.provider_id), state.live_as_of())
-    attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
+
+
+def create_checkout(user, line, urls, promotion_code=None):
+    """Create a Stripe Checkout Session (``subscription`` mode) for ``line`` (``{"price", "quantity"}``)
+    and return it as ``{"id", "url"}``.
+
+    The rules of ``create_intent``: under the per-user lock, ``AlreadySubscribed`` (409) while a
+    subscription entitles or waits for a card, the first-subscription trial (``_trial_days``).
+    ``urls`` is ``{"success_url", "cancel_url"}`` (checked against ``CHECKOUT_ALLOWED_HOSTS`` by the
+    schema); ``promotion_code`` a resolved id, else the page takes one. The idempotency key holds
+    every parameter, so a retry gets the same session and another request a new one. Raises
+    ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
+    """
+    if line["price"] not in current_app.config["PROVIDER_PLANS"]:
+        raise UnknownPrice.for_price(line["price"])
+    provider = get_provider()
+    _refuse_second_subscription(user, provider)
     trial_days = _trial_days(user, provider)
-    # The trial is in the key: Stripe refuses a key reused with other parameters.
-    key = f"subscription-{user.idempotency_token}-{attempt}-{price}" + (f"-trial-{trial_days}" if trial_days else "")
-    live = provider.create_subscription(ensure_customer(user), price, key, trial_days=trial_days)
-    subscription = state.apply_subscription(user, live, state.live_as_of())
-    plans.recompute_plan(user)
-    return subscription, objects.client_secret_of(live), True
+    attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
+    automatic_tax = current_app.config["PROVIDER_AUTOMATIC_TAX"]
+    terms = json.dumps([line, urls, trial_days, promotion_code, automatic_tax], sort_keys=True)
+    key = f"checkout-{user.idempotency_token}-{attempt}-{hashlib.sha256(terms.encode()).hexdigest()[:32]}"
+    session = provider.create_checkout_session(ensure_customer(user), line, urls, key, trial_days=trial_days,
+                                               promotion_code=promotion_code, automatic_tax=automatic_tax)
+    return {"id": session["id"], "url": session["url"]}
+
+
+def _promotion_of(subscription):
+    """The promotion code id of the subscription's discount, or ``None``."""
+    return (subscription.discount or {}).get("promotion_code")
 
 
 def _trial_days(user, provider):

@@ -5,6 +5,7 @@ from app import idempotency, presentation
 from app.api import Blueprint
 from app.auth import recovery
 from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
+from app.billing import promotions
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.idempotency import idempotent
@@ -72,11 +73,13 @@ def intent(body):
     """
     recovery.require_verified_email(g.current_user)
     user = current_user_for_update()
+    # Resolved before anything is created at Stripe: a refused code changes nothing there.
+    promotion = promotions.resolve(body["promotion_code"], body["price"], user.provider_id)
     service.ensure_customer(user)
     # Committed before the subscription is created: its webhooks may arrive before this request
     # ends, and must find the user by the new customer id.
     db.session.commit()
-    subscription, client_secret, created = service.create_intent(user, body["price"])
+    subscription, client_secret, created = service.create_intent(user, body["price"], promotion)
     return {"subscription": presentation.present_subscription(subscription), "client_secret": client_secret}, (
         201 if created else 200)
 
@@ -130,7 +133,8 @@ def swap(body):
     ``unknown_price``, or ``validation_error`` for a ``proration_date`` that is not a preview's of the
     last 10 minutes. See ``management.swap``.
     """
-    subscription, pending = management.swap(current_user_for_update(), body["price"], body["proration_date"])
+    subscription, pending = management.swap(current_user_for_update(), body["price"], body["proration_date"],
+                                            body["promotion_code"])
     return {"subscription": presentation.present_subscription(subscription), "pending_update": pending}
 
 
@@ -147,7 +151,7 @@ def swap(body):
 def swap_preview(query):
     """Return Stripe's preview of a swap: what it charges now (a dearer price) or the next invoice with its
     credit (a cheaper one), in minor units, and the ``proration_date`` (now) to swap with within 10 minutes."""
-    return management.preview_swap(current_user_for_update(), query["price"])
+    return management.preview_swap(current_user_for_update(), query["price"], query["promotion_code"])
 
 
 @blp.route("/subscription/cancel", methods=["POST"])

@@ -11,7 +11,7 @@ from flask import current_app
 from sqlalchemy import bindparam, text
 
 from app.billing import objects, state
-from app.billing.events import EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
+from app.billing.events import ACCOUNT_TYPES, CHECKOUT_TYPES, EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
 from app.billing.provider import get_provider
 from app.errors import InvalidPayload, ProviderRejected, ServiceUnavailable
 from app.extensions import db
@@ -52,7 +52,9 @@ def write_subscription(provider, user, event):
         return "ignored"
     if state.is_stale(existing, as_of):
         return "stale"
-    if existing is not None and as_of == existing.provider_updated_at:
+    # A tie cannot be ordered; a discount named by id only cannot be shown: the live object says both.
+    unread = objects.discount_of(obj, existing.discount if existing else None) is objects.UNREAD
+    if (existing is not None and as_of == existing.provider_updated_at) or unread:
         try:
             obj = provider.retrieve_subscription(obj["id"])
         except ProviderRejected:
@@ -62,9 +64,32 @@ def write_subscription(provider, user, event):
     state.apply_subscription(user, obj, as_of)
 
 
+def write_checkout(provider, user, event):
+    """Sync the subscription of a completed Checkout Session (SPEC 4 ``sync``: a live read, as of now).
+
+    The session names its subscription by id; the live one is written whatever the order of the
+    subscription's own events, which then change nothing older. A session without one (not paid
+    yet), or one Stripe refuses to read, writes nothing.
+    """
+    subscription_id = objects.ref_id(event["data"]["object"].get("subscription"))
+    if not subscription_id:
+        return None
+    if state.owner_of_subscription(subscription_id) not in (None, user.id):
+        log.warning("event %s: subscription %s belongs to another user; ignored", event["id"], subscription_id)
+        return "ignored"
+    try:
+        live = provider.retrieve_subscription(subscription_id)
+    except ProviderRejected:
+        log.warning("subscription %s of event %s is unknown to the provider", subscription_id, event["id"])
+        return None
+    state.apply_subscription(user, live, state.live_as_of())
+    return None
+
+
 # Event type -> row writer (STYLE rule 8), from the table in ``app.billing.events``; every other
 # type writes no row.
 WRITERS = {event_type: write_subscription for event_type in SUBSCRIPTION_WRITING_TYPES}
+WRITERS.update({event_type: write_checkout for event_type in CHECKOUT_TYPES})
 
 
 def check_event(event):
@@ -137,7 +162,8 @@ def process_event(event):
 
     The one path of deliveries and replays: the ledger, the ordering guard, ``webhook_handled``.
     Ignored: an event of the other mode (``PROVIDER_LIVEMODE``, not even recorded, as Pay does), of
-    an unknown customer, or naming another user's subscription. Processing it, or finding it
+    an unknown customer, or naming another user's subscription. The account's catalogue events
+    (``ACCOUNT_TYPES``) name no customer and reach the listeners with ``user=None``. Processing it, or finding it
     processed already, resolves its failure record. Raises ``ProviderUnavailable`` or any other
     error (5xx) when processing fails; the caller commits, or rolls back.
     """
@@ -149,7 +175,7 @@ def process_event(event):
     if not first:
         return "duplicate"
     user = state.lock_customer(objects.customer_id_of(event["data"]["object"]))
-    if user is None:
+    if user is None and event["type"] not in ACCOUNT_TYPES:
         return "ignored"
     writer = WRITERS.get(event["type"])
     outcome = writer(get_provider(), user, event) if writer is not None else None

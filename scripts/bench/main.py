@@ -67,7 +67,8 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
         token, out["login"] = measure_logins(port, email, args.logins)
         log(f"login: p50 {out['login']['p50_ms']:.0f} ms over {args.logins}")
 
-        out.update(measure_authenticated(wrk, db, port, minimal_port, token, args, workdir, gunicorn.process.pid))
+        out.update(measure_authenticated(wrk, db, port, minimal_port, token, args, workdir, gunicorn.process.pid,
+                                         emulator))
 
         out["intent"] = measure_intents(port, prices["pro"], args.intents)
         out["swap"] = measure_swaps(port, emulator, db, prices, args.swaps)

@@ -25,6 +25,9 @@ RESULTS = REPO / "bench-results" / "latest.json"
 ME_MIN_SHARE_OF_MINIMAL = {"sqlite": 0.50, "postgres": 0.40}
 ME_MAX_P99_MS = 15.0
 TOKENS_MAX_COST = 0.10
+# GET /plans serves each worker's copy of the catalogue: a Stripe read per worker and per
+# PROVIDER_CATALOG_TTL, not per request (issue 28).
+PLANS_MAX_PROVIDER_CALLS_PER_REQUEST = 0.001
 WEBHOOK_MIN_EVENTS_PER_S = 400.0
 WEBHOOK_MAX_P99_MS = 60.0
 PRUNE_MAX_SECONDS = 20.0

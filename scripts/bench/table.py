@@ -5,6 +5,7 @@ from scripts.bench.settings import (
     CONNECTIONS,
     ME_MAX_P99_MS,
     ME_MIN_SHARE_OF_MINIMAL,
+    PLANS_MAX_PROVIDER_CALLS_PER_REQUEST,
     PRUNE_MAX_RSS_MB,
     PRUNE_MAX_SECONDS,
     TOKENS_MAX_COST,
@@ -45,6 +46,20 @@ def _token_cost_rows(kind, r):
              f"cost {cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors", verdict(many_ok)]]
 
 
+def _plans_row(kind, r, runs):
+    """``GET /plans`` from the workers' copies against ``GET /auth/me``: at least its throughput, no Stripe call
+    per request."""
+    plans, me = r["plans"], r["me"]
+    ratio = plans["rps"] / me["rps"] if me["rps"] else 0.0
+    per_request = plans["provider_calls_per_request"]
+    ok = (ratio >= 1 and plans["errors"] == 0 and per_request is not None
+          and per_request <= PLANS_MAX_PROVIDER_CALLS_PER_REQUEST)
+    return [kind, f"`GET /plans` (catalogue from each worker's copy), no auth, {runs}", *_wrk_cells(plans),
+            f"{ratio:.0%} of `GET /auth/me`; {plans['provider_calls']} Stripe calls in all",
+            f">= 100% of `/auth/me`, <= {PLANS_MAX_PROVIDER_CALLS_PER_REQUEST:g} Stripe calls/request, 0 errors",
+            verdict(ok)]
+
+
 def table_rows(kind, r, args):
     """The table's rows for database ``kind``; a row ``--smoke`` did not measure is left out."""
     rows = []
@@ -63,6 +78,8 @@ def table_rows(kind, r, args):
                  f">= {target_share:.0%} of minimal, p99 < {ME_MAX_P99_MS:g} ms, 0 errors", verdict(me_ok)])
     if "me_scoped" in r:
         rows += _token_cost_rows(kind, r)
+    if "plans" in r:
+        rows.append(_plans_row(kind, r, runs))
     hook = r["webhook"]
     calls = hook["provider_calls_per_event"]
     detail = (f"{fmt(calls, 2)} provider calls/event; {hook['ok']:,} ok of {hook['events']:,}; "

@@ -9,9 +9,11 @@ from __future__ import annotations
 from flask import Flask, request
 
 from . import control
+from .checkout import responses as checkout
 from .core.http import json_response
 from .core.store import Store, StripeError
 from .customers import responses as customers
+from .discounts import responses as discounts
 from .intents import responses as intents
 from .invoices import responses as invoices
 from .pages import hosted_invoice, portal, portal_sessions
@@ -21,8 +23,8 @@ from .test_clocks import responses as test_clocks
 from .webhooks import responses as webhooks
 from .webhooks.delivery import Delivery
 
-BLUEPRINTS = (products.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp, webhooks.bp, test_clocks.bp,
-              portal_sessions.bp, portal.bp, hosted_invoice.bp, control.bp)
+BLUEPRINTS = (products.bp, discounts.bp, checkout.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp,
+              webhooks.bp, test_clocks.bp, portal_sessions.bp, portal.bp, hosted_invoice.bp, control.bp)
 
 
 def create_app(start_worker: bool = True) -> Flask:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
 
+from .checkout import models as checkout
 from .core.http import store
-from .core.store import public
+from .core.store import StripeError, public
 from .test_clocks import models as clocks
 
 bp = Blueprint("stripe_control", __name__, url_prefix="/_emulator")
@@ -174,6 +175,21 @@ def clear_faults():
     with st.lock:
         st.faults.clear()
         return jsonify({"faults": []})
+
+
+@bp.post("/checkout_sessions/<session_id>/complete")
+def complete_checkout(session_id):
+    """``{"payment_method": "pm_card_visa"}``: complete the open session as its hosted page would; the session."""
+    st = store()
+    with st.lock:
+        session = st.checkout_sessions.get(session_id)
+        if session is None:
+            return _bad(f"No such checkout session: {session_id}", 404)
+        try:
+            checkout.complete(st, session, _body().get("payment_method") or "pm_card_visa")
+        except StripeError as err:
+            return jsonify(err.response_body()), err.status
+        return jsonify(public(session))
 
 
 @bp.get("/requests")

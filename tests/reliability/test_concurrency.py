@@ -18,6 +18,7 @@ from app.billing.events import COMMIT_PLAN, SUBSCRIPTION_WRITING_TYPES, handled_
 from app.billing.statuses import is_valid
 from app.extensions import db
 from app.listeners.commit_plan import decide_notifications
+from app.listeners.send_receipt import receipt_of
 from app.models import Notification, Subscription, User, WebhookEvent
 from app.timeutil import utcnow
 from tests.conftest import PASSWORD
@@ -110,8 +111,11 @@ def test_fifty_lifecycles_delivered_shuffled_and_partly_twice_converge_to_in_ord
     for event in events:
         if event["type"] in SUBSCRIPTION_WRITING_TYPES:
             last[subscription_of(event)] = event["data"]["object"]
-    expected_notes = sorted((e["id"], kind) for e in events if e["type"] in handled_by(COMMIT_PLAN)
-                            for kind, _ in decide_notifications(e))
+    expected_notes = sorted([(e["id"], kind) for e in events if e["type"] in handled_by(COMMIT_PLAN)
+                             for kind, _ in decide_notifications(e)]
+                            # and a receipt for every paid invoice that took money (issue 28)
+                            + [(e["id"], "payment_succeeded") for e in events
+                               if e["type"] == "invoice.paid" and receipt_of(e["data"]["object"])])
     plans = {price: plan for plan, price in prices.items()}
     wrong = {}
     with app.app_context():

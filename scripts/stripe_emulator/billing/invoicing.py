@@ -19,6 +19,12 @@ def open_invoice(store: Store, sub: dict, reason: str, start: int, end: int,
     inv = objects.invoice(store, sub, reason, start, end, lines=lines)
     store.invoices[inv["id"]] = inv
     sub["latest_invoice"] = inv["id"]
+    for discount_id in inv["discounts"]:
+        discount = store.discounts[discount_id]
+        if store.coupons[discount["source"]["coupon"]]["duration"] == "once":
+            # Used up by this invoice: Stripe takes it off the subscription.
+            discount["_used"] = True
+            sub["discounts"] = [d for d in sub["discounts"] if d != discount_id]
     return inv
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core.lists import list_object
 from ..core.store import Store, new_id
+from . import discounts, tax
 
 
 def invoice_line(sub_id: str, item_id: str, p: dict, quantity: int, amount: int, start: int, end: int,
@@ -36,8 +37,11 @@ def period_lines(sub: dict, start: int, end: int, free: bool = False) -> list[di
 
 
 def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int,
-            lines: list[dict] | None = None) -> dict:
-    """A draft invoice of ``sub``: the given ``lines``, else the items' charge for ``start``-``end``."""
+            lines: list[dict] | None = None, discount_ids: list | None = None,
+            automatic_tax: bool | None = None) -> dict:
+    """A draft invoice of ``sub``: the given ``lines``, else the items' charge for ``start``-``end``;
+    less the subscription's discount (``discount_ids``: a preview's planned ones instead), plus the
+    ``automatic_tax`` stand-in's tax when the subscription (or the preview: ``automatic_tax``) asks."""
     cus = store.customers.get(sub["customer"]) or {}
     inv_id = new_id("in_")
     if lines is None:
@@ -48,7 +52,7 @@ def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int,
     total = sum(line["amount"] for line in lines)
     due = max(0, total)  # a credit larger than the charge goes to the customer's balance
     now = store.now()
-    return {
+    inv = {
         "id": inv_id, "object": "invoice", "account_country": "US",
         "account_name": "Stripe Emulator", "amount_due": due, "amount_overpaid": 0,
         "amount_paid": 0, "amount_remaining": due, "amount_shipping": 0,
@@ -85,6 +89,11 @@ def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int,
         "rendering": None, "shipping_cost": None, "shipping_details": None,
         "_payment_intent": None,
     }
+    planned = sub.get("discounts") if discount_ids is None else discount_ids
+    discounts.apply(store, inv, discounts.current(store, planned, now))
+    taxed = sub["automatic_tax"]["enabled"] if automatic_tax is None else automatic_tax
+    tax.apply(store, inv, taxed)
+    return inv
 
 
 def payment_intent(store: Store, inv: dict) -> dict:

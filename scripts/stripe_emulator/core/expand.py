@@ -55,6 +55,8 @@ def _includable(store: Store, obj: dict, field: str) -> Any:
 
 
 def _expand(store: Store, value: Any, parts: list[str], path: str) -> Any:
+    if isinstance(value, list):  # a list of references (``discounts``): each one is expanded
+        return [_expand(store, v, parts, path) for v in value]
     if isinstance(value, str):
         target = store.lookup(value)
         value = public(target) if target is not None else value

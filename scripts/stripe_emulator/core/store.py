@@ -36,6 +36,10 @@ PREFIX_COLLECTION = {
     "price_": "prices",
     "bps_": "portal_sessions",
     "clock_": "test_clocks",
+    "promo_": "promotion_codes",
+    "di_": "discounts",
+    "cs_": "checkout_sessions",
+    "txi_": "tax_ids",
 }
 
 COLLECTION_NAMES = {
@@ -51,6 +55,11 @@ COLLECTION_NAMES = {
     "prices": "price",
     "portal_sessions": "billing portal session",
     "test_clocks": "test clock",
+    "promotion_codes": "promotion code",
+    "discounts": "discount",
+    "coupons": "coupon",
+    "checkout_sessions": "checkout session",
+    "tax_ids": "tax ID",
 }
 
 
@@ -110,6 +119,11 @@ class Store:
             self.test_clocks: dict[str, dict] = {}
             # One fingerprint per test card in this account, as Stripe gives one per card number.
             self.card_fingerprints: dict[str, str] = {}
+            self.coupons: dict[str, dict] = {}
+            self.promotion_codes: dict[str, dict] = {}
+            self.discounts: dict[str, dict] = {}
+            self.checkout_sessions: dict[str, dict] = {}
+            self.tax_ids: dict[str, dict] = {}
             self.idempotency: dict[tuple[str, str], dict] = {}
             self.faults: list[dict] = []
             # Webhook deliveries waiting for a first attempt or a retry (``webhooks/delivery.py``).
@@ -168,7 +182,8 @@ class Store:
 
     def lookup(self, obj_id: str) -> dict | None:
         collection = self.collection_for(obj_id)
-        return getattr(self, collection).get(obj_id) if collection else None
+        # A coupon's id is whatever its creator chose (``LAUNCH20``): no prefix tells it apart.
+        return getattr(self, collection).get(obj_id) if collection else self.coupons.get(obj_id)
 
     # -- events --------------------------------------------------------------
     def emit(self, type_: str, obj: dict, previous: dict | None = None) -> dict | None:

@@ -29,6 +29,9 @@ def live_customer(st, cus_id, param="id"):
     return cus
 
 
+ADDRESS_FIELDS = ("city", "country", "line1", "line2", "postal_code", "state")
+
+
 def update(st, cus, params):
     before = public(cus)
     for key in ("email", "name", "description", "phone"):
@@ -36,6 +39,9 @@ def update(st, cus, params):
             cus[key] = params[key] or None
     if "metadata" in params:
         merge_metadata(cus, params["metadata"])
+    if "address" in params:
+        address = params["address"] or None
+        cus["address"] = {key: (address or {}).get(key) or None for key in ADDRESS_FIELDS} if address else None
     settings = params.get("invoice_settings") or {}
     if "default_payment_method" in settings:
         pm_id = settings["default_payment_method"]

@@ -10,7 +10,7 @@ from ..core.http import endpoint
 from ..core.lists import newest_first, paginate
 from ..core.store import StripeError
 from ..subscriptions.models import cancel_now
-from . import models, payment_methods
+from . import models, payment_methods, tax_ids
 
 bp = Blueprint("stripe_customers", __name__)
 
@@ -63,6 +63,32 @@ def delete_customer(st, params, cus_id):
     cus["_deleted"] = True
     st.emit("customer.deleted", cus)
     return {"id": cus_id, "object": "customer", "deleted": True}
+
+
+@bp.post("/v1/customers/<cus_id>/tax_ids")
+@endpoint(required=("type", "value"))
+def create_tax_id(st, params, cus_id):
+    return render(st, tax_ids.create(st, models.live_customer(st, cus_id), params), params.get("expand"))
+
+
+@bp.get("/v1/customers/<cus_id>/tax_ids")
+@endpoint()
+def list_tax_ids(st, params, cus_id):
+    cus = models.live_customer(st, cus_id)
+    found = newest_first([t for t in st.tax_ids.values() if t["customer"] == cus["id"]])
+    return paginate(found, params, f"/v1/customers/{cus_id}/tax_ids")
+
+
+@bp.get("/v1/customers/<cus_id>/tax_ids/<tax_id_id>")
+@endpoint()
+def retrieve_tax_id(st, params, cus_id, tax_id_id):
+    return render(st, tax_ids.of_customer(st, models.live_customer(st, cus_id), tax_id_id), params.get("expand"))
+
+
+@bp.delete("/v1/customers/<cus_id>/tax_ids/<tax_id_id>")
+@endpoint()
+def delete_tax_id(st, params, cus_id, tax_id_id):
+    return tax_ids.delete(st, tax_ids.of_customer(st, models.live_customer(st, cus_id), tax_id_id))
 
 
 @bp.get("/v1/payment_methods/<pm_id>")

@@ -6,6 +6,7 @@ from ..billing import cards, invoicing, periods
 from ..billing.objects import invoice, invoice_line
 from ..core.store import Store, StripeError, new_id, public
 from ..customers import payment_methods
+from ..discounts import models as discount_models
 from ..subscriptions import pending, prorations
 
 
@@ -61,7 +62,9 @@ def preview(store: Store, params: dict) -> dict:
         lines = list(sub.get("_pending_prorations") or []) + lines + _next_period_lines(sub, planned)
     start = lines[0]["period"]["start"] if lines else when
     inv = invoice(store, sub, "upcoming" if not planned else "subscription_update", start,
-                          periods.period_end(sub), lines=[dict(line) for line in lines])
+                          periods.period_end(sub), lines=[dict(line) for line in lines],
+                          discount_ids=discount_models.planned_discounts(store, sub, params.get("discounts")),
+                          automatic_tax=(params.get("automatic_tax") or {}).get("enabled"))
     inv.update(id=f"upcoming_{new_id('in_')}", status="draft", created=store.now(),
                period_start=periods.period_start(sub), period_end=periods.period_end(sub))
     return public(inv)

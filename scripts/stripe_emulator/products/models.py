@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..core.store import Store, StripeError, new_id
+import copy
+
+from ..core.store import Store, StripeError, merge_metadata, new_id
 
 
 def product(store: Store, params: dict) -> dict:
@@ -71,3 +73,42 @@ def subscribable(store: Store, price_id, param: str, currency: str | None = None
         raise StripeError(400, f"The price specified only supports `{found['currency']}`. This doesn't match the "
                           f"expected currency: `{currency}`.", param=param)
     return found
+
+# What ``POST /v1/products/{id}`` and ``POST /v1/prices/{id}`` may change
+# (https://docs.stripe.com/api/products/update, /prices/update); amounts and intervals never change.
+PRODUCT_FIELDS = ("name", "description", "active")
+PRICE_FIELDS = ("active", "nickname", "lookup_key")
+
+
+def _update(st, obj, params, fields, event):
+    before = copy.deepcopy(obj)
+    for name in fields:
+        if name in params:
+            obj[name] = params[name]
+    if "metadata" in params:
+        merge_metadata(obj, params["metadata"])
+    if obj != before:
+        if "updated" in obj:  # products carry it, prices do not
+            obj["updated"] = st.now()
+        st.emit(event, obj, before)
+    return obj
+
+
+def update_product(st, prod, params):
+    """Change what Stripe lets change on a product; ``product.updated`` names what moved."""
+    return _update(st, prod, params, PRODUCT_FIELDS, "product.updated")
+
+
+def update_price(st, p, params):
+    """Archive (``active=false``) or rename a price; ``price.updated`` names what moved."""
+    return _update(st, p, params, PRICE_FIELDS, "price.updated")
+
+
+def delete_product(st, prod):
+    """Delete a product with no prices (Stripe refuses one that has any); ``product.deleted``."""
+    if any(p["product"] == prod["id"] for p in st.prices.values()):
+        raise StripeError(400, "This product cannot be deleted because it has one or more user-created prices.",
+                          param="id")
+    del st.products[prod["id"]]
+    st.emit("product.deleted", prod)
+    return {"id": prod["id"], "object": "product", "deleted": True}

@@ -25,6 +25,31 @@ def retrieve_product(st, params, prod_id):
     return render(st, st.get("products", prod_id), params.get("expand"))
 
 
+@bp.get("/v1/products")
+@endpoint()
+def list_products(st, params):
+    products = newest_first(st.products.values())
+    if "active" in params:
+        products = [p for p in products if p["active"] == bool(params["active"])]
+    if params.get("ids"):
+        products = [p for p in products if p["id"] in params["ids"]]
+    page = paginate(products, params, "/v1/products")
+    page["data"] = [render(st, p, strip_data(params.get("expand"))) for p in page["data"]]
+    return page
+
+
+@bp.post("/v1/products/<prod_id>")
+@endpoint()
+def update_product(st, params, prod_id):
+    return render(st, models.update_product(st, st.get("products", prod_id), params), params.get("expand"))
+
+
+@bp.delete("/v1/products/<prod_id>")
+@endpoint()
+def delete_product(st, params, prod_id):
+    return models.delete_product(st, st.get("products", prod_id))
+
+
 @bp.post("/v1/prices")
 @endpoint(required=("unit_amount",))
 def create_price(st, params):
@@ -69,3 +94,9 @@ def list_prices(st, params):
     page = paginate(prices, params, "/v1/prices")
     page["data"] = [render(st, p, strip_data(params.get("expand"))) for p in page["data"]]
     return page
+
+
+@bp.post("/v1/prices/<price_id>")
+@endpoint()
+def update_price(st, params, price_id):
+    return render(st, models.update_price(st, st.get("prices", price_id), params), params.get("expand"))

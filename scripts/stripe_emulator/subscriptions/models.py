@@ -10,6 +10,7 @@ from ..billing import cards, invoicing, periods
 from ..core.store import Store, StripeError, merge_metadata, public
 from ..customers import payment_methods
 from ..customers.models import live_customer
+from ..discounts import models as discount_models
 from ..products.models import subscribable
 from . import objects, prorations, trials
 
@@ -53,6 +54,8 @@ def create_subscription(store: Store, params: dict) -> dict:
             sub["payment_settings"]["save_default_payment_method"] == "on_subscription":
         sub["default_payment_method"] = charge_pm["id"]
     store.subscriptions[sub["id"]] = sub
+    if params.get("discounts"):
+        discount_models.apply_discounts(store, sub, params["discounts"])
     if trial_days:
         trials.start_trial(store, sub, params, behavior)
     inv = invoicing.open_invoice(store, sub, "subscription_create", sub["start_date"],
@@ -111,7 +114,7 @@ def update_subscription(store: Store, sub: dict, params: dict) -> dict:
     prorations.check_update(params)
     before = public(sub)
     _apply_cancellation(store, sub, params)
-    if not prorations.change_items(store, sub, params):
+    if not _change_items_with_discounts(store, sub, params):
         # The charge failed or needs authentication: the change waits in pending_update.
         store.emit("customer.subscription.updated", sub, before)
         return sub
@@ -126,6 +129,20 @@ def update_subscription(store: Store, sub: dict, params: dict) -> dict:
     _apply_details(sub, params)
     store.emit("customer.subscription.updated", sub, before)
     return sub
+
+
+def _change_items_with_discounts(store: Store, sub: dict, params: dict) -> bool:
+    """``prorations.change_items`` with ``discounts`` applied first, so the change's invoice carries
+    them; a change refused (a declined ``error_if_incomplete`` charge) leaves the discounts as they were."""
+    if "discounts" not in params:
+        return prorations.change_items(store, sub, params)
+    kept = sub["discounts"]
+    discount_models.apply_discounts(store, sub, params["discounts"] or [])
+    try:
+        return prorations.change_items(store, sub, params)
+    except StripeError:
+        sub["discounts"] = kept
+        raise
 
 
 def _apply_cancellation(store: Store, sub: dict, params: dict) -> None:

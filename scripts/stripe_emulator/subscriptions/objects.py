@@ -23,7 +23,8 @@ def subscription(store: Store, customer_id: str, params: dict, now: int) -> dict
     return {
         "id": sub_id, "object": "subscription", "application": None,
         "application_fee_percent": None,
-        "automatic_tax": {"disabled_reason": None, "enabled": False, "liability": None},
+        "automatic_tax": {"disabled_reason": None,
+                          "enabled": bool((params.get("automatic_tax") or {}).get("enabled")), "liability": None},
         "billing_cycle_anchor": now, "billing_cycle_anchor_config": None,
         "billing_mode": {"type": "classic"}, "billing_thresholds": None,
         "cancel_at": None, "cancel_at_period_end": False, "canceled_at": None,

@@ -1,0 +1,153 @@
+"""Selling endpoints (CONTRACT "Additions (fourth round)" -> "Selling"), on the ``subscription`` blueprint."""
+import hashlib
+import json
+
+from flask import make_response, request
+
+from app.auth import recovery
+from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
+from app.billing import catalog, promotions
+from app.extensions import db
+from app.http import NO_STORE, no_store
+from app.idempotency import idempotent
+from app.subscription import billing_details, service
+from app.subscription.selling_schemas import (
+    BillingDetailsRequestSchema,
+    BillingDetailsSchema,
+    CheckoutRequestSchema,
+    CheckoutSchema,
+    PlanListSchema,
+    TaxIdRequestSchema,
+    TaxIdSchema,
+)
+from app.subscription.views import KEYED, blp
+
+CATALOG_HEADERS = {
+    "ETag": {"description": "A strong validator of the body: send it as If-None-Match to get 304",
+             "schema": {"type": "string"}},
+    "Cache-Control": {"description": "public, no-cache: any cache may keep it, and revalidates it (ETag) "
+                                     "before each use, so a catalogue change reaches clients at once",
+                      "schema": {"type": "string"}},
+}
+
+
+@blp.route("/plans", methods=["GET"])
+@blp.response(200, PlanListSchema, headers=CATALOG_HEADERS)
+@blp.alt_response(304, description="Not modified: the If-None-Match ETag is the catalogue's", success=True)
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def plans():
+    """Return the plan catalogue: the active recurring prices of ``PROVIDER_PLANS``, as Stripe has them.
+
+    No authentication. Served from the process's copy (``PROVIDER_CATALOG_TTL``; a ``product.*`` or
+    ``price.*`` webhook refreshes it); 503 ``provider_unavailable`` when Stripe cannot be read.
+    """
+    body = PlanListSchema().dump({"data": catalog.plans()})
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    etag = hashlib.sha256(text.encode()).hexdigest()[:32]
+    fresh = request.if_none_match.contains(etag)
+    response = make_response("" if fresh else text, 304 if fresh else 200)
+    response.set_etag(etag)
+    response.headers["Cache-Control"] = "public, no-cache"
+    return response
+
+
+@blp.route("/subscription/checkout", methods=["POST"])
+@no_store
+@auth_required
+@ability_required("subscription:write")
+@provider_calls_limited
+@idempotent
+@blp.doc(**KEYED)
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+@blp.arguments(CheckoutRequestSchema)
+@blp.response(201, CheckoutSchema, headers=NO_STORE)
+@blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def checkout(body):
+    """Create a Stripe Checkout Session (mode ``subscription``) for the user's customer; send the browser to ``url``.
+
+    The subscription Stripe creates once the customer paid arrives by webhook
+    (``checkout.session.completed``) and shows as through ``/subscription/intent``. 409
+    ``already_subscribed``; 422 ``unknown_price``, ``invalid_promotion_code`` (before anything
+    changes at Stripe), ``validation_error`` for a ``success_url`` / ``cancel_url`` off
+    ``CHECKOUT_ALLOWED_HOSTS``; 502 ``provider_rejected``; 503 ``provider_unavailable``; 403
+    ``email_unverified`` with ``AUTH_REQUIRE_VERIFIED_EMAIL`` until the address is verified.
+    """
+    user = current_user_for_update()
+    recovery.require_verified_email(user)
+    promotion = promotions.resolve(body["promotion_code"], body["price"], user.provider_id)
+    service.ensure_customer(user)
+    # Committed before the session exists, as for an intent: its webhooks must find the user.
+    db.session.commit()
+    line = {"price": body["price"], "quantity": body["quantity"]}
+    urls = {"success_url": body["success_url"], "cancel_url": body["cancel_url"]}
+    return service.create_checkout(user, line, urls, promotion), 201
+
+
+@blp.route("/subscription/billing-details", methods=["GET"])
+@no_store
+@auth_required
+@ability_required("subscription:read")
+@provider_calls_limited
+@blp.response(200, BillingDetailsSchema, headers=NO_STORE)
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def show_billing_details():
+    """Return the name, address and tax ids on the user's Stripe customer, read from Stripe."""
+    return billing_details.read(current_user_for_update())
+
+
+@blp.route("/subscription/billing-details", methods=["PUT"])
+@no_store
+@auth_required
+@ability_required("subscription:write")
+@provider_calls_limited
+@blp.arguments(BillingDetailsRequestSchema)
+@blp.response(200, BillingDetailsSchema, headers=NO_STORE)
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def put_billing_details(body):
+    """Write the name and address on the user's Stripe customer (created on first use); answer Stripe's.
+
+    Stripe Tax reads them (``PROVIDER_AUTOMATIC_TAX``). 502 ``provider_rejected`` when Stripe refuses the address.
+    """
+    user = current_user_for_update()
+    answer = billing_details.write(user, body["name"], body["address"])
+    db.session.commit()  # the customer, when this made it
+    return answer
+
+
+@blp.route("/subscription/tax-ids", methods=["POST"])
+@no_store
+@auth_required
+@ability_required("subscription:write")
+@provider_calls_limited
+@idempotent
+@blp.doc(**KEYED)
+@blp.arguments(TaxIdRequestSchema)
+@blp.response(201, TaxIdSchema, headers=NO_STORE)
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def add_tax_id(body):
+    """Add a tax id (Stripe's types: ``eu_vat``, ``gb_vat``, ``us_ein``, ``au_abn``, ...) to the user's customer.
+
+    422 ``invalid_tax_id`` when Stripe refuses the type or the value's format. ``idempotent`` commits.
+    """
+    return billing_details.add_tax_id(current_user_for_update(), body["type"], body["value"]), 201
+
+
+@blp.route("/subscription/tax-ids/<string:tax_id>", methods=["DELETE"])
+@auth_required
+@ability_required("subscription:write")
+@provider_calls_limited
+@blp.response(204)
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(502, response="BAD_GATEWAY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def delete_tax_id(tax_id):
+    """Delete one of the user's tax ids at Stripe; another customer's, or an unknown one, is 404 ``not_found``."""
+    billing_details.delete_tax_id(current_user_for_update(), tax_id)
+    return ""

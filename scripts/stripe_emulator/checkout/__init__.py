@@ -1,0 +1,1 @@
+"""Checkout Sessions in ``subscription`` mode and their hosted page."""

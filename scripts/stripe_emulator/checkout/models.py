@@ -1,0 +1,79 @@
+"""Checkout Sessions in ``subscription`` mode (https://docs.stripe.com/api/checkout/sessions).
+
+A session is ``open`` until the customer completes it with a card, on the hosted page (``url``)
+or with ``POST /_emulator/checkout_sessions/{id}/complete``. Completing it does what Stripe does:
+the card is attached to the customer, the subscription is created and paid at once with it (a
+Checkout subscription is never ``incomplete``: the payment cleared before it exists), then
+``checkout.session.completed`` is sent after the subscription's and invoice's own events. A
+declined card is a 402 and the session stays open.
+"""
+
+from __future__ import annotations
+
+from ..core.store import Store, StripeError, new_id
+from ..customers import payment_methods
+from ..customers.models import live_customer
+from ..subscriptions import models as subscriptions
+
+
+def create_session(store: Store, params: dict) -> dict:
+    if params.get("mode") != "subscription":
+        raise StripeError(400, "Only mode=subscription is emulated.", param="mode")
+    cus = live_customer(store, params.get("customer"), "customer")
+    if not params.get("line_items"):
+        raise StripeError(400, "line_items is required in subscription mode.", param="line_items")
+    for i, item in enumerate(params["line_items"]):
+        p = store.get("prices", item.get("price"), f"line_items[{i}][price]")
+        if not p["recurring"]:
+            raise StripeError(400, "A subscription mode session needs recurring prices.",
+                              param=f"line_items[{i}][price]")
+    if params.get("discounts") and params.get("allow_promotion_codes"):
+        raise StripeError(400, "You may only specify one of these parameters: allow_promotion_codes, discounts.",
+                          param="allow_promotion_codes")
+    session_id = new_id("cs_test_", 58)
+    session = {
+        "id": session_id, "object": "checkout.session", "allow_promotion_codes": params.get("allow_promotion_codes"),
+        "amount_subtotal": None, "amount_total": None,
+        "automatic_tax": {"enabled": bool((params.get("automatic_tax") or {}).get("enabled")), "liability": None,
+                          "provider": None, "status": None},
+        "cancel_url": params.get("cancel_url"), "client_reference_id": params.get("client_reference_id"),
+        "created": store.now(), "currency": None, "customer": cus["id"], "customer_email": None,
+        "discounts": list(params.get("discounts") or []), "expires_at": store.now() + 86400,
+        "invoice": None, "livemode": False, "metadata": dict(params.get("metadata") or {}),
+        "mode": "subscription", "payment_status": "unpaid", "status": "open",
+        "subscription": None, "success_url": params.get("success_url"),
+        "url": f"{store.base_url}/checkout/{session_id}",
+        "_line_items": [{"price": item["price"], "quantity": int(item.get("quantity") or 1)}
+                        for item in params["line_items"]],
+        "_subscription_data": dict(params.get("subscription_data") or {}),
+    }
+    store.checkout_sessions[session_id] = session
+    return session
+
+
+def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None = None) -> dict:
+    """Pay the open session with ``pm_id`` (a test card id): the subscription is created, paid, announced.
+
+    ``promotion_code`` (an id) is what the customer entered on the page when the session allows codes.
+    """
+    if session["status"] != "open":
+        raise StripeError(400, f"This Checkout Session is {session['status']}.", code="checkout_session_not_open")
+    pm = payment_methods.attach_pm(store, payment_methods.resolve_pm(store, pm_id), session["customer"])
+    data = session["_subscription_data"]
+    discounts = session["discounts"] or ([{"promotion_code": promotion_code}] if promotion_code else [])
+    params = {"customer": session["customer"], "items": session["_line_items"], "default_payment_method": pm["id"],
+              "payment_behavior": "error_if_incomplete", "metadata": dict(data.get("metadata") or {}),
+              "payment_settings": {"save_default_payment_method": "on_subscription"}}
+    if discounts:
+        params["discounts"] = discounts
+    if session["automatic_tax"]["enabled"]:
+        params["automatic_tax"] = {"enabled": True}
+    if data.get("trial_period_days"):
+        params["trial_period_days"] = data["trial_period_days"]
+    sub = subscriptions.create_subscription(store, params)
+    inv = store.invoices[sub["latest_invoice"]]
+    session.update(status="complete", payment_status="paid" if inv["status"] == "paid" else "no_payment_required",
+                   subscription=sub["id"], invoice=inv["id"], amount_subtotal=inv["subtotal"],
+                   amount_total=inv["total"], currency=inv["currency"])
+    store.emit("checkout.session.completed", session)
+    return session

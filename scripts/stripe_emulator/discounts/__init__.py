@@ -1,0 +1,1 @@
+"""Coupons, promotion codes and the discounts they make."""
