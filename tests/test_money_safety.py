@@ -14,12 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from app.billing import trials
 from app.extensions import db
-from app.models import IdempotencyKey
+from app.models import IdempotencyKey, Subscription
 from tests import test_subscription_management
 from tests.conftest import PASSWORD, bearer, login, register
 from tests.depth import budget
 from tests.test_billing_flow import Flow, start_flow
+from tests.test_selling import checkout, complete, promotion
 from tests.test_subscription_management import post, subscribe, updates
 
 prices = test_subscription_management.prices  # the five monthly prices, basic 9.00 to max 99.00 USD
@@ -167,3 +169,61 @@ def test_accounts_are_limited_per_client(make_app):
     other = client.post("/auth/register", json={"email": "user9@example.com", "password": PASSWORD,
                                                 "name": "X"}, environ_base={"REMOTE_ADDR": "10.0.0.2"})
     assert other.status_code == 201, "another client has its own limit"
+
+
+def test_a_promotion_code_is_one_use_per_user(flow):
+    """Review finding: a ``once`` code sent with every upgrade (and a downgrade before each renewal)
+    held the $99 plan for $9 a month. A code a subscription of the user carried is refused after."""
+    subscribe(flow)
+    promotion(flow, "UPGRADE", percent_off=100, duration="once")
+    post(flow, "/subscription/swap", {"price": flow.prices["max"], "promotion_code": "UPGRADE"})
+    flow.deliver()
+    post(flow, "/subscription/swap", {"price": flow.prices["basic"]})
+    before = updates(flow)
+    for path in ("/subscription/swap", "/subscription/swap/preview"):
+        body = {"price": flow.prices["max"], "promotion_code": "UPGRADE"}
+        answer = (flow.client.post(path, json=body, headers=flow.headers) if path.endswith("swap") else
+                  flow.client.get(path, query_string=body, headers=flow.headers))
+        assert answer.status_code == 422, (path, answer.json)
+        assert answer.json["error"]["code"] == "invalid_promotion_code" and "already" in answer.json["error"]["message"]
+    assert updates(flow) == before and flow.me()["plan"] == "basic"
+
+
+def test_cancelling_now_in_dunning_credits_no_unpaid_time(flow):
+    """Review finding: the unused time of a period whose invoice is unpaid was credited."""
+    subscription_id = subscribe(flow, "max")
+    flow.emulator.fail_next_renewal(subscription_id)
+    flow.emulator.advance(31 * 86400)
+    flow.deliver()
+    assert flow.me()["subscription"]["status"] == "past_due"
+    assert post(flow, "/subscription/cancel", {"at_period_end": False}).json["subscription"]["status"] == "canceled"
+    waiting = flow.emulator.store.subscriptions[subscription_id].get("_pending_prorations") or []
+    assert not [line for line in waiting if line["amount"] < 0], "no credit for a period never paid"
+
+
+def test_checkout_sessions_opened_side_by_side_give_one_trial(flow):
+    """Review finding: each of two sessions made before either completed carried the first
+    subscription's trial; the second to complete ends its trial at once and is charged."""
+    flow.app.config["PROVIDER_TRIAL_DAYS"] = 14
+    first = checkout(flow)
+    second = checkout(flow, success_url="http://localhost:3000/welcome?again=1")
+    complete(flow, first["id"], "pm_card_visa")
+    flow.deliver()
+    complete(flow, second["id"], "pm_card_mastercard")
+    flow.deliver()
+    flow.deliver()
+    statuses = sorted(s.status for s in flow.stripe.v1.subscriptions.list(params={"limit": 10}).data)
+    assert statuses == ["active", "trialing"], statuses
+
+
+def test_a_method_without_a_fingerprint_counts_as_one_that_had_a_trial(app):
+    """Review finding: a Link wallet (no ``card.fingerprint``) earned a trial per account. The emulator
+    saves cards only, so a provider answering a Link method stands in for Stripe here."""
+
+    class LinkOnly:
+        def retrieve_payment_method(self, method):
+            return {"id": method, "type": "link", "link": {"email": "x@example.com"}}
+
+    with app.app_context():
+        assert trials.card_had_a_trial(LinkOnly(), Subscription(provider_id="sub_link"), "pm_link")
+        assert trials.fingerprint_of({"type": "sepa_debit", "sepa_debit": {"fingerprint": "fp_sepa"}}) == "fp_sepa"

@@ -28,7 +28,8 @@ def plan_for_price(price):
 
 def newest(subscriptions):
     """Return the newest of ``subscriptions`` (by the provider's creation time, then id), or ``None``."""
-    return max(subscriptions, key=lambda s: (s.provider_created_at or s.created_at, s.id), default=None)
+    # A row written in this transaction has no id yet: it sorts as the newest of its second.
+    return max(subscriptions, key=lambda s: (s.provider_created_at or s.created_at, s.id or 2**63), default=None)
 
 
 def entitled_subscription(user, now=None):

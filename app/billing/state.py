@@ -2,7 +2,7 @@
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import joinedload
 
-from app.billing import objects
+from app.billing import objects, promotions
 from app.extensions import db
 from app.models import Subscription, SubscriptionItem, User
 from app.timeutil import from_timestamp, utcnow
@@ -96,6 +96,7 @@ def apply_subscription(user, obj, as_of):
     discount = objects.discount_of(obj, subscription.discount)
     if discount is not objects.UNREAD:  # the webhook writer read the live subscription for it
         subscription.discount = discount
+        promotions.remember(user, (discount or {}).get("promotion_code"), subscription.provider_id)
     subscription.provider_created_at = from_timestamp(obj.get("created"))
     subscription.provider_updated_at = max(as_of, subscription.provider_updated_at)
     _apply_items(subscription, items)

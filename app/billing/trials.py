@@ -17,21 +17,27 @@ log = logging.getLogger(__name__)
 
 
 def fingerprint_of(payment_method):
-    """Return the card fingerprint of a payment method (a dict), or ``None`` for another kind of method."""
-    card = payment_method.get("card") if isinstance(payment_method, dict) else None
-    fingerprint = card.get("fingerprint") if isinstance(card, dict) else None
+    """Return the fingerprint of a payment method (a dict): Stripe gives one per card or account number
+    under the method's type (``card``, ``sepa_debit``, ``us_bank_account``, ...), or ``None``."""
+    if not isinstance(payment_method, dict):
+        return None
+    details = payment_method.get(payment_method.get("type") or "card")
+    fingerprint = details.get("fingerprint") if isinstance(details, dict) else None
     return fingerprint if isinstance(fingerprint, str) and fingerprint else None
 
 
 def card_had_a_trial(provider, subscription, method):
     """Whether the card ``method`` (an id) already saved another trial here; else record it for this one.
 
-    ``subscription`` is the trialing row the card is saved for. A method without a fingerprint (not
-    a card) is never refused. Raises ``ProviderUnavailable`` (503), so that the webhook is retried.
+    ``subscription`` is the trialing row the card is saved for. A method without a fingerprint (a
+    Link wallet, say) counts as one that had a trial: one card behind it could otherwise earn any
+    number. Raises ``ProviderUnavailable`` (503), so that the webhook is retried.
     """
     fingerprint = fingerprint_of(provider.retrieve_payment_method(method))
     if fingerprint is None:
-        return False
+        log.info("method %s of subscription %s has no fingerprint: the trial ends now", method,
+                 subscription.provider_id)
+        return True
     owner = db.session.scalar(select(TrialFingerprint.provider_subscription)
                               .where(TrialFingerprint.fingerprint == fingerprint))
     if owner is None:

@@ -40,10 +40,13 @@ def commit_checkout(sender, event, **extra):
 
 
 def _one_trial_per_card(user, row, event):
-    """End a Checkout trial at once when its card already saved another trial here (``trials.card_had_a_trial``):
-    the card Checkout saved pays the first period now, as for a trial started with the intent."""
+    """End a Checkout trial at once when its card already saved another trial here (``trials.card_had_a_trial``),
+    or when the user has another subscription (sessions opened side by side each carried the trial of a
+    first subscription): the card Checkout saved pays the first period now, as for an intent's trial."""
     provider = get_provider()
-    if row.default_payment_method and trials.card_had_a_trial(provider, row, row.default_payment_method):
+    another = any(s.provider_id != row.provider_id for s in user.subscriptions)
+    if another or (row.default_payment_method and trials.card_had_a_trial(provider, row,
+                                                                          row.default_payment_method)):
         live = provider.update_subscription(row.provider_id, {"trial_end": "now"},
                                             f"trial-end-{row.provider_id}-{event['id']}")
         state.apply_subscription(user, live, state.live_as_of())

@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.billing import statuses
@@ -98,5 +98,19 @@ class TrialFingerprint(db.Model):
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
     fingerprint: Mapped[str] = mapped_column(String(255), unique=True)
+    provider_subscription: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PromotionRedemption(db.Model):
+    """A promotion code a user's subscription carried (Stripe's ``discounts[].promotion_code``): the same
+    user cannot send it again, so a ``once`` code discounts one invoice, not one upgrade a period."""
+
+    __tablename__ = "promotion_redemptions"
+    __table_args__ = (UniqueConstraint("user_id", "promotion_code"), {"sqlite_autoincrement": True})
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    promotion_code: Mapped[str] = mapped_column(String(255))
     provider_subscription: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -16,7 +16,13 @@ from flask import current_app
 from app import presentation
 from app.billing import objects, plans, prices, promotions, state
 from app.billing.provider import ChangeDeclined, InvalidProrationDate, get_provider
-from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, PAUSED_STATUSES, TERMINAL_STATUSES
+from app.billing.statuses import (
+    DUNNING_STATUSES,
+    LIVE_STATUSES,
+    PAUSED_STATUSES,
+    TERMINAL_STATUSES,
+    VALID_STATUSES,
+)
 from app.errors import Conflict, UnknownPrice
 from app.extensions import db
 from app.idempotency import provider_key
@@ -147,6 +153,7 @@ def _change_item(user, action, change, proration_date, promotion_code=None):
         live = provider.update_subscription(subscription.provider_id, params, provider_key(user, action))
     except ChangeDeclined:
         raise PaymentRequired.declined() from None
+    promotions.remember(user, promotion_code, subscription.provider_id)
     row = _write(user, live)
     pending = objects.pending_update_of(live)
     # The answer may carry an older pending update (made in the portal, say); this change is refused
@@ -176,7 +183,7 @@ def swap(user, price, proration_date=None, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    promotion = promotions.resolve(promotion_code, price, user.provider_id)
+    promotion = promotions.resolve(promotion_code, price, user)
     return _change_item(user, "swap", {"price": price}, proration_date, promotion)
 
 
@@ -200,7 +207,7 @@ def preview_swap(user, price, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    promotion = promotions.resolve(promotion_code, price, user.provider_id)
+    promotion = promotions.resolve(promotion_code, price, user)
     subscription = _priced(user, lock=False)  # a read: nothing changes, nothing to serialise
     item, provider = subscription.items[0], get_provider()
     quantity = item.quantity or 1
@@ -250,8 +257,9 @@ def cancel(user, at_period_end=True):
         live = provider.update_subscription(subscription.provider_id, {"cancel_at_period_end": True},
                                             provider_key(user, "cancel"))
     else:
-        live = provider.cancel_subscription(subscription.provider_id, provider_key(user, "cancel-now"),
-                                            prorate=current_app.config["PROVIDER_PRORATION"] != "none")
+        # In dunning the period was never paid for: its unused time is no credit to give back.
+        prorate = current_app.config["PROVIDER_PRORATION"] != "none" and subscription.provider_status in VALID_STATUSES
+        live = provider.cancel_subscription(subscription.provider_id, provider_key(user, "cancel-now"), prorate=prorate)
     return _write(user, live)
 
 

@@ -74,7 +74,7 @@ def intent(body):
     recovery.require_verified_email(g.current_user)
     user = current_user_for_update()
     # Resolved before anything is created at Stripe: a refused code changes nothing there.
-    promotion = promotions.resolve(body["promotion_code"], body["price"], user.provider_id)
+    promotion = promotions.resolve(body["promotion_code"], body["price"], user)
     service.ensure_customer(user)
     # Committed before the subscription is created: its webhooks may arrive before this request
     # ends, and must find the user by the new customer id.
