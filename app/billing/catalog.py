@@ -42,15 +42,8 @@ def _fresh(entry, version):
             and time.monotonic() - entry["read_at"] < current_app.config["PROVIDER_CATALOG_TTL"])
 
 
-def plans():
-    """Return the catalogue: ``[Plan]`` (CONTRACT "Plan") in the order of ``PROVIDER_PLANS``.
-
-    Each ``{"plan", "price", "product", "name", "description", "unit_amount" (minor units),
-    "currency", "interval", "interval_count", "trial_days"}``; ``trial_days`` is what a first
-    subscription gets (``PROVIDER_TRIAL_DAYS``). Served from the process's copy while it is fresh,
-    else read from Stripe by one thread while the others wait for it. Raises
-    ``ProviderUnavailable`` (503) when Stripe cannot be read.
-    """
+def _entry():
+    """The process's catalogue entry for the current version, read from Stripe when stale."""
     version = db.session.connection().scalar(_READ_VERSION) or 0
     cache = _cache()
     entry = cache["entry"]
@@ -59,8 +52,29 @@ def plans():
             entry = cache["entry"]
             if not _fresh(entry, version):
                 entry = cache["entry"] = {"version": version, "read_at": time.monotonic(), "plans": _read()}
+    return entry
+
+
+def rendered(render):
+    """Return ``render(plans)``, computed once per catalogue read and kept with it: what every request
+    would otherwise serialise and hash again (``GET /plans``'s body and ETag).
+
+    ``plans`` is the catalogue, ``[Plan]`` (CONTRACT "Plan") in the order of ``PROVIDER_PLANS``: each
+    ``{"plan", "price", "product", "name", "description", "unit_amount" (minor units), "currency",
+    "interval", "interval_count", "trial_days"}``; ``trial_days`` is what a first subscription gets
+    (``PROVIDER_TRIAL_DAYS``). Served from the process's copy while it is fresh, else read from
+    Stripe by one thread while the others wait for it. Raises ``ProviderUnavailable`` (503) when
+    Stripe cannot be read.
+    """
+    entry = _entry()
+    if "rendered" not in entry:
+        entry["rendered"] = render(_with_trial(entry["plans"]))
+    return entry["rendered"]
+
+
+def _with_trial(found):
     trial_days = current_app.config["PROVIDER_TRIAL_DAYS"]
-    return [{**plan, "trial_days": trial_days} for plan in entry["plans"]]
+    return [{**plan, "trial_days": trial_days} for plan in found]
 
 
 def _read():

@@ -31,6 +31,12 @@ CATALOG_HEADERS = {
 }
 
 
+def _render_plans(plans):
+    """``GET /plans``'s body (JSON text) and its strong ETag (of those bytes)."""
+    text = json.dumps(PlanListSchema().dump({"data": plans}), sort_keys=True, separators=(",", ":"))
+    return text, hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 @blp.route("/plans", methods=["GET"])
 @blp.response(200, PlanListSchema, headers=CATALOG_HEADERS)
 @blp.alt_response(304, description="Not modified: the If-None-Match ETag is the catalogue's", success=True)
@@ -41,9 +47,7 @@ def plans():
     No authentication. Served from the process's copy (``PROVIDER_CATALOG_TTL``; a ``product.*`` or
     ``price.*`` webhook refreshes it); 503 ``provider_unavailable`` when Stripe cannot be read.
     """
-    body = PlanListSchema().dump({"data": catalog.plans()})
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    etag = hashlib.sha256(text.encode()).hexdigest()[:32]
+    text, etag = catalog.rendered(_render_plans)
     fresh = request.if_none_match.contains(etag)
     response = make_response("" if fresh else text, 304 if fresh else 200)
     response.set_etag(etag)
