@@ -9,7 +9,6 @@ from app.auth.bearer import ability_required, auth_required, current_user_for_up
 from app.billing import catalog, promotions
 from app.extensions import db
 from app.http import NO_STORE, no_store
-from app.idempotency import idempotent
 from app.subscription import billing_details, service
 from app.subscription.selling_schemas import (
     BillingDetailsRequestSchema,
@@ -20,7 +19,7 @@ from app.subscription.selling_schemas import (
     TaxIdRequestSchema,
     TaxIdSchema,
 )
-from app.subscription.views import KEYED, blp
+from app.subscription.views import blp, keyed_write
 
 CATALOG_HEADERS = {
     "ETag": {"description": "A strong validator of the body: send it as If-None-Match to get 304",
@@ -56,12 +55,7 @@ def plans():
 
 
 @blp.route("/subscription/checkout", methods=["POST"])
-@no_store
-@auth_required
-@ability_required("subscription:write")
-@provider_calls_limited
-@idempotent
-@blp.doc(**KEYED)
+@keyed_write
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.arguments(CheckoutRequestSchema)
 @blp.response(201, CheckoutSchema, headers=NO_STORE)
@@ -124,12 +118,7 @@ def put_billing_details(body):
 
 
 @blp.route("/subscription/tax-ids", methods=["POST"])
-@no_store
-@auth_required
-@ability_required("subscription:write")
-@provider_calls_limited
-@idempotent
-@blp.doc(**KEYED)
+@keyed_write
 @blp.arguments(TaxIdRequestSchema)
 @blp.response(201, TaxIdSchema, headers=NO_STORE)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")

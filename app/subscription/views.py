@@ -47,13 +47,18 @@ def show():
 KEYED = {"parameters": [idempotency.PARAMETER]}
 
 
+def keyed_write(view):
+    """The decorators every billing POST that takes an ``Idempotency-Key`` shares: no caching, bearer
+    with ``subscription:write``, the per-user Stripe call limit, the key (which commits), and its
+    OpenAPI parameter."""
+    for decorate in reversed((no_store, auth_required, ability_required("subscription:write"),
+                              provider_calls_limited, idempotent, blp.doc(**KEYED))):
+        view = decorate(view)
+    return view
+
+
 @blp.route("/subscription/intent", methods=["POST"])
-@no_store
-@auth_required
-@ability_required("subscription:write")
-@provider_calls_limited
-@idempotent
-@blp.doc(**KEYED)
+@keyed_write
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.arguments(IntentRequestSchema)
 @blp.response(201, IntentSchema, headers=NO_STORE)
@@ -85,12 +90,7 @@ def intent(body):
 
 
 @blp.route("/subscription/portal", methods=["POST"])
-@no_store
-@auth_required
-@ability_required("subscription:write")
-@provider_calls_limited
-@idempotent
-@blp.doc(**KEYED)
+@keyed_write
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.arguments(PortalRequestSchema, required=False)
 @blp.response(200, PortalSchema, headers=NO_STORE)
@@ -105,11 +105,10 @@ def portal(body):
 
 
 def _changing(view):
-    """The decorators every subscription change shares: bearer with ``subscription:write``, the
-    Idempotency-Key, and the errors a change answers (documented in the OpenAPI operation)."""
+    """The decorators every subscription change shares: ``keyed_write``, and the errors a change
+    answers (documented in the OpenAPI operation)."""
     for decorate in reversed((
-        no_store, auth_required, ability_required("subscription:write"), provider_calls_limited, idempotent,
-        blp.doc(**KEYED),
+        keyed_write,
         blp.alt_response(402, response="PAYMENT_REQUIRED"), blp.alt_response(409, response="CONFLICT"),
         blp.alt_response(422, response="UNPROCESSABLE_ENTITY"), blp.alt_response(502, response="BAD_GATEWAY"),
         blp.alt_response(503, response="SERVICE_UNAVAILABLE"),
@@ -220,12 +219,7 @@ def upcoming_invoice():
 
 
 @blp.route("/subscription/payment-method", methods=["POST"])
-@no_store
-@auth_required
-@ability_required("subscription:write")
-@provider_calls_limited
-@idempotent
-@blp.doc(**KEYED)
+@keyed_write
 @blp.response(201, SetupIntentSchema, headers=NO_STORE)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.alt_response(502, response="BAD_GATEWAY")
