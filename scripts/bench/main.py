@@ -146,7 +146,8 @@ def main(argv=None):
                                         str(emulator_port)], quiet, workdir)
         # The settings file's start-up check asks the minimal app for the webhook secret and key too.
         minimal = Service("gunicorn-minimal", gunicorn_argv(minimal_port, "scripts.bench.minimal_app:app"),
-                          {**quiet, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET, "SECRET_KEY": "bench secret key"},
+                          {**quiet, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET, "SECRET_KEY": "bench secret key",
+                           "RATELIMIT_ALLOW_MEMORY": "true"},
                           workdir)
         try:
             emulator.wait_http(emulator_port, "/_emulator/clock")
