@@ -9,6 +9,7 @@ import time
 
 from sqlalchemy import select
 
+from app.billing import writer
 from app.billing.provider import get_provider
 from app.errors import AppError
 from app.extensions import db
@@ -48,10 +49,8 @@ def _refusal(promo, coupon, customer_id, price, now):
 
 def remember(user, promotion_code_id, provider_subscription):
     """Record that a subscription of ``user`` took the promotion code (an id); ``resolve`` refuses it after."""
-    if promotion_code_id and db.session.scalar(select(PromotionRedemption.id).where(
-            PromotionRedemption.user_id == user.id, PromotionRedemption.promotion_code == promotion_code_id)) is None:
-        db.session.add(PromotionRedemption(user_id=user.id, promotion_code=promotion_code_id,
-                                           provider_subscription=provider_subscription))
+    if promotion_code_id:
+        writer.write_redemption(user, promotion_code_id, provider_subscription)
 
 
 def _redeemed(user, promotion_code_id):

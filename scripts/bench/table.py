@@ -61,7 +61,8 @@ def _plans_row(kind, r, runs):
 
 
 def table_rows(kind, r, args):
-    """The table's rows for database ``kind``; a row ``--smoke`` did not measure is left out."""
+    """The table's rows for database ``kind``; a row ``--smoke`` or ``--focus`` did not
+    measure is left out."""
     rows = []
     minimal, me = r["minimal"], r["me"]
     runs = f"{CONNECTIONS} conn, {args.repeats} x {args.duration} s"
@@ -95,6 +96,8 @@ def table_rows(kind, r, args):
     rows.append([kind, f"webhook ingest, lifecycle mix of {hook['users']} subscriptions, {CONNECTIONS} senders",
                  f"{fmt(hook['events_per_s'], 0)} events/s", fmt(hook["p50_ms"]), fmt(hook["p99_ms"]),
                  str(hook["errors"]), detail, target, result])
+    if "prune" not in r:  # --focus: the rows above only
+        return rows
     prune = r["prune"]
     prune_ok = (prune["seconds"] <= PRUNE_MAX_SECONDS and prune["peak_rss_mb"] < PRUNE_MAX_RSS_MB
                 and prune["pruned"] == prune["tokens"] and prune["left_expired"] == 0)
