@@ -135,12 +135,14 @@ def write_items(subscription, items):
 def write_user(user, **values):
     """Set columns of the stored ``user`` (``plan``, the card's ``pm_*``) that differ from ``values``.
 
-    A user not stored yet (pending in the session) gets them as attributes, written at its flush.
+    A user not stored yet (pending in the session, or not a mapped object at all) gets them as
+    attributes, written at its flush if any.
     """
-    changed = {name: value for name, value in values.items() if getattr(user, name) != value}
+    changed = {name: value for name, value in values.items() if getattr(user, name, None) != value}
     if not changed:
         return
-    if not inspect(user).persistent:
+    stored = inspect(user, raiseerr=False)
+    if stored is None or not stored.persistent:
         for name, value in changed.items():
             setattr(user, name, value)
         return
