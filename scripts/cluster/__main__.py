@@ -1,4 +1,6 @@
-"""``python -m scripts.cluster``: one cluster run; prints its table; exit status 1 on any failed check."""
+"""``python -m scripts.cluster [--loopback]``: one cluster run; prints its table; exit status 1 on any failed
+check. ``--loopback`` uses the fallback of a sandbox that refuses ``ip netns`` (two loopback addresses)."""
+import argparse
 import sys
 import tempfile
 import threading
@@ -16,10 +18,13 @@ def table(rows, mode, seconds):
     return f"hosts: {mode}\n" + "\n".join(lines)
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m scripts.cluster", description=__doc__.split("\n")[0])
+    parser.add_argument("--loopback", action="store_true", help="two loopback addresses, not network namespaces")
+    args = parser.parse_args(argv)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="subs-cluster-") as workdir:
-        run = Run(workdir)
+        run = Run(workdir, args.loopback)
         try:
             run.start()
             mode = (f"two network namespaces ({', '.join(run.network.hosts)} on a bridge at {run.network.machine}/24)"

@@ -39,7 +39,8 @@ class Run:
 
     login_limit, calls_limit = 30, 30
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, loopback=False):
+        self.loopback = loopback
         self.workdir, self.calls, self.kill_window, self.delivery_log = workdir, [], None, {}
         self.lock, self.limits, self.accounts = threading.Lock(), {}, []
 
@@ -70,7 +71,7 @@ class Run:
 
     # -- set-up -------------------------------------------------------------------------------
     def start(self):
-        self.network = Network().start()
+        self.network = Network(self.loopback).start()
         self.redis = RedisServer().start()
         self.smtp, self.receiver = SmtpSink().start(), HttpReceiver().start()
         emulator_port = free_port()
