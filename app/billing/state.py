@@ -79,10 +79,7 @@ def apply_subscription(user, obj, as_of):
     period_end = objects.current_period_end(obj)
     pending = objects.pending_update_of(obj)
     discount = objects.discount_of(obj, existing.discount if existing else None)
-    if discount is objects.UNREAD:  # named by id only: what is stored stays
-        discount = existing.discount if existing else None
-    else:
-        promotions.remember(user, (discount or {}).get("promotion_code"), obj["id"])
+    read = discount is not objects.UNREAD  # named by id only, unread: what is stored stays
     values = {
         "provider_status": obj.get("status") or "incomplete",
         "provider_price": objects.price_of(items[0]) if items else None,
@@ -96,7 +93,7 @@ def apply_subscription(user, obj, as_of):
         "pending_quantity": pending["quantity"] if pending else None,
         "pending_expires_at": from_timestamp(pending["expires_at"]) if pending else None,
         "test_clock": objects.ref_id(obj.get("test_clock")),
-        "discount": discount,
+        "discount": discount if read else existing.discount if existing else None,
         "provider_created_at": from_timestamp(obj.get("created")),
         "provider_updated_at": max(as_of, existing.provider_updated_at) if existing else as_of,
     }
@@ -104,6 +101,8 @@ def apply_subscription(user, obj, as_of):
                                              (obj.get("metadata") or {}).get("type") or "default")
     if subscription is None:  # the guard kept a newer row: nothing to add to it
         return existing
+    if read:
+        promotions.remember(user, (discount or {}).get("promotion_code"), obj["id"])
     writer.write_items(subscription, [{"provider_id": data["id"], "provider_price": objects.price_of(data),
                                        "provider_product": objects.product_of(data),
                                        "quantity": data.get("quantity")} for data in items])

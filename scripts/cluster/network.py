@@ -38,9 +38,18 @@ class Forwarder:
         return self
 
     def stop(self):
-        self.loop.call_soon_threadsafe(self.server.close)
+        """Close the listener and every connection still open, then the loop."""
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        self.loop.close()
+
+    async def _shutdown(self):
+        self.server.close()
+        pipes = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in pipes:
+            task.cancel()
+        await asyncio.gather(*pipes, return_exceptions=True)
 
     async def _handle(self, reader, writer):
         try:
