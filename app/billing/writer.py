@@ -152,19 +152,6 @@ def write_user(user, **values):
     _committed(user, {**changed, "updated_at": now})
 
 
-_INSERT_REDEMPTION = text(
-    "INSERT INTO promotion_redemptions (user_id, promotion_code, provider_subscription, created_at) "
-    "VALUES (:user_id, :promotion_code, :provider_subscription, :created_at) "
-    "ON CONFLICT (user_id, promotion_code) DO NOTHING").bindparams(
-    bindparam("created_at", type_=Subscription.__table__.c.created_at.type))
-
-
-def write_redemption(user, promotion_code, provider_subscription):
-    """Record that ``user``'s subscription ``provider_subscription`` took ``promotion_code``, once per user and code."""
-    _execute(_INSERT_REDEMPTION, {"user_id": user.id, "promotion_code": promotion_code,
-                                  "provider_subscription": provider_subscription, "created_at": utcnow()})
-
-
 def write_notification(user, event_id, kind, data, channels):
     """Insert a notification of ``kind`` for ``user`` and one pending delivery per channel name; return its id."""
     now = utcnow()
