@@ -113,7 +113,10 @@ def server_errors(run):
     """No 5xx and no refused connection outside the kill window; inside it they are counted."""
     outside = [c for c in run.calls if c["failed"] and not run.during_kill(c)]
     inside = [c for c in run.calls if c["failed"] and run.during_kill(c)]
+    swaps = Counter(c["status"] for c in run.calls if c["name"] == "swap")
+    shown = ", ".join(f"{status or 'refused'}: {count}" for status, count in sorted(swaps.items(), key=str))
     return [("requests (clients, both hosts)", f"{len(run.calls):,}", "", True),
+            ("swaps by answer (200 changed at Stripe; 429 the Stripe-call limit)", shown, "some 200", swaps[200] > 0),
             ("5xx or refused outside the kill window", str(len(outside)), "0", not outside),
             ("5xx or refused inside the kill window", str(len(inside)), "any", True)]
 
