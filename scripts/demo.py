@@ -76,6 +76,9 @@ class Demo:
         """Move the demo's test clock to just past ``timestamp`` (Unix seconds): what falls due for its customer
         happens; nobody else's subscription moves."""
         self.stripe.v1.test_helpers.test_clocks.advance(self.clock, params={"frozen_time": timestamp + 60})
+        # Stripe answers "advancing" and moves the clock in the background: done when it says "ready".
+        self.until("the test clock is ready",
+                   lambda: self.stripe.v1.test_helpers.test_clocks.retrieve(self.clock).status == "ready")
 
     def on_own_clock(self, subscription_id):
         """Put the customer the service just created for the demo user on the demo's test clock.
