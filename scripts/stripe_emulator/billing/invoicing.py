@@ -7,7 +7,7 @@ for the same change, in the order Stripe announces them.
 from __future__ import annotations
 
 from ..core.store import Store, new_id, public
-from . import cards, objects
+from . import cards, objects, tax
 
 # Retries of a failed renewal, each after the previous attempt (``subscriptions/dunning.py`` runs them).
 RETRY_DELAYS = (3 * 86400, 5 * 86400, 7 * 86400)
@@ -17,6 +17,7 @@ def open_invoice(store: Store, sub: dict, reason: str, start: int, end: int,
                  lines: list[dict] | None = None) -> dict:
     """Create a draft subscription invoice (``finalize`` opens it): ``lines``, else the period's charge."""
     inv = objects.invoice(store, sub, reason, start, end, lines=lines)
+    tax.finalize_without_location(inv, sub)
     store.invoices[inv["id"]] = inv
     sub["latest_invoice"] = inv["id"]
     for discount_id in inv["discounts"]:

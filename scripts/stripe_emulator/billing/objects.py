@@ -92,7 +92,7 @@ def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int,
     planned = sub.get("discounts") if discount_ids is None else discount_ids
     discounts.apply(store, inv, discounts.current(store, planned, now))
     taxed = sub["automatic_tax"]["enabled"] if automatic_tax is None else automatic_tax
-    tax.apply(store, inv, taxed)
+    tax.apply(store, inv, taxed, sub)
     return inv
 
 
