@@ -4,15 +4,22 @@ A session is ``open`` until the customer completes it with a card, on the hosted
 or with ``POST /_emulator/checkout_sessions/{id}/complete``. Completing it does what Stripe does:
 the card is attached to the customer, the subscription is created and paid at once with it (a
 Checkout subscription is never ``incomplete``: the payment cleared before it exists), then
-``checkout.session.completed`` is sent after the subscription's and invoice's own events. A
-declined card is a 402 and the session stays open.
+``checkout.session.completed`` is sent after the subscription's and invoice's own events.
+
+A card Stripe would decline is a 402 ``card_declined`` before anything happens, with or without a
+trial: the session stays open, no card is attached, no subscription exists, nothing is charged. With
+a trial Checkout saves the card with a SetupIntent, whose card check declines the same test cards
+(https://docs.stripe.com/payments/checkout/free-trials, https://docs.stripe.com/testing#declined-payments);
+a card that sets up but fails its charges (``pm_card_chargeCustomerFail``) passes that check.
 """
 
 from __future__ import annotations
 
+from ..billing import cards
 from ..core.store import Store, StripeError, new_id
 from ..customers import payment_methods
 from ..customers.models import live_customer
+from ..intents import setup_intents
 from ..subscriptions import models as subscriptions
 
 
@@ -58,8 +65,12 @@ def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None
     """
     if session["status"] != "open":
         raise StripeError(400, f"This Checkout Session is {session['status']}.", code="checkout_session_not_open")
-    pm = payment_methods.attach_pm(store, payment_methods.resolve_pm(store, pm_id), session["customer"])
     data = session["_subscription_data"]
+    pm = payment_methods.resolve_pm(store, pm_id)
+    check = setup_intents.outcome(store, pm) if data.get("trial_period_days") else cards.card_outcome(pm, store.now())
+    if check != "succeeded":
+        raise cards.decline_error(store, None, pm)
+    pm = payment_methods.attach_pm(store, pm, session["customer"])
     discounts = session["discounts"] or ([{"promotion_code": promotion_code}] if promotion_code else [])
     params = {"customer": session["customer"], "items": session["_line_items"], "default_payment_method": pm["id"],
               "payment_behavior": "error_if_incomplete", "metadata": dict(data.get("metadata") or {}),
