@@ -101,6 +101,10 @@ def test_the_catalogue_is_read_from_stripe_once_and_cached(flow):
     assert requests_to(flow, "GET /v1/prices") == before, "served from the process's copy"
     not_modified = catalogue(flow, **{"If-None-Match": first.headers["ETag"]})
     assert not_modified.status_code == 304 and not_modified.data == b""
+    # RFC 9110 13.1.2: If-None-Match compares weakly, so a cache's weakened W/ tag matches too.
+    weak = catalogue(flow, **{"If-None-Match": f'"other", W/{first.headers["ETag"]}'})
+    assert weak.status_code == 304 and weak.headers["ETag"] == first.headers["ETag"]
+    assert catalogue(flow, **{"If-None-Match": 'W/"other"'}).status_code == 200
 
 
 def requests_to(flow, resource):
