@@ -101,6 +101,9 @@ def test_a_restarted_make_run_keeps_subscribed_users_working(tmp_path):
         assert http.get(f"{base}/auth/me", timeout=10).json()["plan"] == "basic"
     with stack_in(tmp_path, ports) as env:
         assert json.loads(env["PROVIDER_PLANS"]) == {price: plan for plan, price in prices.items()}
+        assert list(json.loads(env["PROVIDER_PLANS"]).values()) == ["basic", "pro", "team"], "GET /plans' order"
+        listed = http.get(f"{base}/plans", timeout=10).json()["data"]
+        assert [plan["plan"] for plan in listed] == ["basic", "pro", "team"]
         assert http.get(f"{base}/auth/me", timeout=10).json()["plan"] == "basic"
         again = http.post(f"{base}/subscription/intent", json={"price": prices["basic"]}, timeout=30)
         assert again.status_code == 409 and again.json()["error"]["code"] == "already_subscribed"
@@ -143,6 +146,19 @@ def test_ctrl_c_on_make_run_is_a_clean_stop(tmp_path):
     assert "make run:" not in errors
     # The second stack's own folder (INSTANCE=): database, emulator state, environment, mail.
     assert {path.name for path in (tmp_path / "second").iterdir()} >= {"app.db", "emulator.json", "dev.env", "mail"}
+
+
+def test_a_bad_setting_under_make_run_is_one_line_without_a_traceback(tmp_path):
+    ports = ["--port", str(free_port()), "--emulator-port", str(free_port()), "--smtp-port", str(free_port())]
+    started = subprocess.run([sys.executable, "-m", "scripts.dev", *ports, "--instance", str(tmp_path / "bad")],
+                             cwd=ROOT, env={**os.environ, "PROVIDER_CATALOG_TTL": "soon"}, capture_output=True,
+                             text=True, timeout=120)
+    assert started.returncode != 0
+    # Before it, the emulator's request log, as make run shows it; after it, nothing.
+    assert "Traceback" not in started.stderr
+    lines = started.stderr.strip().splitlines()
+    assert [line for line in lines if "Error" in line] == lines[-1:] == [
+        "Error: PROVIDER_CATALOG_TTL must be a whole number, got 'soon'"], started.stderr
 
 
 def test_make_run_takes_its_ports_and_folder_from_make_variables():
