@@ -306,6 +306,14 @@ def test_a_checkout_with_a_promotion_code_is_discounted_and_a_second_one_refused
 DE = {"line1": "Unter den Linden 1", "city": "Berlin", "postal_code": "10117", "country": "DE"}
 
 
+def test_a_tax_id_type_stripe_does_not_list_is_refused_before_any_call(flow):
+    before = flow.emulator.control("GET", "requests")["total"]
+    refused = flow.client.post("/subscription/tax-ids", json={"type": "xx_nope", "value": "1"}, headers=flow.headers)
+    assert refused.status_code == 422 and refused.json["error"]["code"] == "invalid_tax_id", refused.json
+    assert refused.json["error"]["details"] == {"type": "xx_nope"}
+    assert flow.emulator.control("GET", "requests")["total"] == before, "no Stripe call, no customer made for it"
+
+
 def test_billing_details_and_tax_ids_live_on_the_stripe_customer(flow, make_app):
     assert flow.client.get("/subscription/billing-details", headers=flow.headers).json == {
         "name": None, "address": None, "tax_ids": []}
