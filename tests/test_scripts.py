@@ -15,7 +15,7 @@ import stripe
 
 from scripts.demo import Demo
 from scripts.dev import API_KEY, Stack, secret_key
-from tests.depth import budget
+from tests.depth import DEEP, budget
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,8 +63,9 @@ def test_make_run_remembers_me_and_make_demo_leaves_other_users_as_they_were(tmp
         assert provider.v1.subscriptions.retrieve(subscription_id).to_dict() == ada_before
         assert provider.v1.invoices.list(params={"subscription": subscription_id}).to_dict() == invoices_before
         assert requests.get(f"{base}/auth/me", headers=headers, timeout=10).json() == me_before
-        Demo(env).run()  # run after run: a second demo on the same stack, with its own clock, passes as well
-        assert capsys.readouterr().out.count("Demo complete.") == 1
+        if DEEP:  # run after run: a second demo on the same stack, with its own clock, passes as well
+            Demo(env).run()
+            assert capsys.readouterr().out.count("Demo complete.") == 1
     key = secret_key(tmp_path / "dev.env")
     assert f"SECRET_KEY='{key}'" in (tmp_path / "dev.env").read_text() and len(key) >= 32, "kept for the next run"
 

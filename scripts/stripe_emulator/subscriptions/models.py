@@ -151,7 +151,7 @@ def _change_items_with_discounts(store: Store, sub: dict, params: dict) -> bool:
     kept = sub["discounts"]
     discount_models.apply_discounts(store, sub, params["discounts"] or [])
     try:
-        return prorations.change_items(store, sub, params)
+        return prorations.change_items(store, sub, params, before=kept)
     except StripeError:
         sub["discounts"] = kept
         raise
@@ -181,6 +181,9 @@ def _apply_details(sub: dict, params: dict) -> None:
     save = (params.get("payment_settings") or {}).get("save_default_payment_method")
     if save:
         sub["payment_settings"]["save_default_payment_method"] = save
+    end = ((params.get("trial_settings") or {}).get("end_behavior") or {}).get("missing_payment_method")
+    if end:
+        sub["trial_settings"]["end_behavior"]["missing_payment_method"] = end
 
 
 def _add_or_remove_item(store: Store, sub: dict, entry: dict, i: int) -> None:
