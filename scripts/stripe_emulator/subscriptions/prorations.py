@@ -138,8 +138,9 @@ def restart_lines(store: Store, sub: dict, planned: list, when: int, behavior: s
                   before: list | None = None) -> list[dict] | None:
     """The invoice of a change of billing interval (monthly -> yearly), or ``None`` when no item changes it.
 
-    Stripe starts a new period at the change and invoices it at once
-    (https://docs.stripe.com/billing/subscriptions/billing-cycle#changing): the unused time of the old terms
+    Stripe starts a new period at the change and invoices it at once (https://docs.stripe.com/billing/subscriptions/
+    billing-cycle#changing; "Updating a subscription generates a new invoice when ... The billing period changes",
+    https://docs.stripe.com/billing/subscriptions/pending-updates): the unused time of the old terms
     credited (unless ``proration_behavior=none``), then a whole period of every item at the new terms, which
     the invoice's discount applies to as to any period.
     """

@@ -3,13 +3,17 @@
 Checked before anything changes, in the subscription's own time (its customer's test clock):
 
 - ``items``: at most 20 (https://docs.stripe.com/api/subscriptions/create#create_subscription-items,
-  "A list of up to 20 subscription items"), and no price twice: one item per price, a quantity says
-  how many (https://docs.stripe.com/billing/subscriptions/quantities).
+  "A list of up to 20 subscription items"; "a Subscription can have between 1 and 20 plans",
+  https://github.com/stripe/stripe-dotnet/issues/1194), and no price twice: one item per price, a
+  quantity says how many (https://docs.stripe.com/billing/subscriptions/quantities), refused as
+  "Cannot add multiple subscription items with the same plan: ..." (price now;
+  https://github.com/stripe-archive/submigrate/issues/1).
 - ``trial_end`` and a numeric ``cancel_at``: in the future, "Invalid timestamp: must be an integer
   Unix timestamp in the future." (https://docs.stripe.com/api/subscriptions/create#create_subscription-trial_end,
   the answer as https://github.com/stripe/stripe-go/issues/93 shows it).
-- ``payment_behavior=pending_if_incomplete`` is for updates only: a pending update changes an
-  existing subscription (https://docs.stripe.com/billing/subscriptions/pending-updates).
+- ``payment_behavior=pending_if_incomplete`` is for updates only: "You can use pending updates with the
+  update subscription, create subscription item, and update subscription item calls"
+  (https://docs.stripe.com/billing/subscriptions/pending-updates).
 """
 
 from __future__ import annotations
