@@ -58,6 +58,8 @@ def test_an_upgrade_with_a_new_code_credits_the_old_time_whole_and_discounts_onl
     invoice = updated.latest_invoice
     assert _lines(invoice) == sorted([-round(1000 * share), round(1600 * share)])
     assert all(line.discountable is False for line in invoice.lines.data)
+    named = [line.discounts for line in sorted(invoice.lines.data, key=lambda line: line.amount)]
+    assert named[0] == [] and len(named[1]) == 1, "the new time names the new discount (amount 0: included)"
     assert invoice.total_discount_amounts == [] and invoice.total == invoice.subtotal
     assert (preview.total, _lines(preview)) == (invoice.total, _lines(invoice)), "charged what the preview showed"
 

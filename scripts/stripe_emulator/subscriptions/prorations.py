@@ -89,10 +89,12 @@ def proration_lines(store: Store, sub: dict, planned: list, when: int, before: l
                     after: list | None = None) -> list[dict]:
     """A credit for the unused time of each changed item and a charge for the rest at its new terms.
 
-    As Stripe computes them (https://docs.stripe.com/billing/subscriptions/prorations#discounts): each line
-    carries the discount in force for its side inside its amount (``before``: the discount ids until the change,
-    ``after``: from it; default the subscription's), and is not ``discountable``, so no invoice-level discount
-    touches it. An upgrade with a new code credits the old time whole and discounts only the new time.
+    As Stripe computes them by default (``proration_discounts=included``,
+    https://docs.stripe.com/changelog/clover/2025-09-30/itemize-proration-discount-amounts: the discount IDs are
+    on the line, "discount amounts are 0"): each line carries the discount in force for its side inside its amount
+    (``before``: the discount ids until the change, ``after``: from it; default the subscription's), and is not
+    ``discountable``, so no invoice-level discount touches it. An upgrade with a new code credits the old time
+    whole and discounts only the new time.
     """
     if sub["status"] == "trialing":
         return []  # a trial's period costs nothing, so Stripe has no unused time to credit nor rest to charge
@@ -101,13 +103,21 @@ def proration_lines(store: Store, sub: dict, planned: list, when: int, before: l
     new_discount = discounts.current(store, sub["discounts"] if after is None else after, when)
     lines = []
     for item, price, quantity in planned:
-        lines.append(_unused_line(store, sub, item, when, old_discount))
-        lines.append(invoice_line(
+        lines.append(_included(_unused_line(store, sub, item, when, old_discount), old_discount))
+        lines.append(_included(invoice_line(
             sub["id"], item["id"], price, quantity, round(_net(store, new_discount, price, quantity) * share),
-            when, end, f"Remaining time on {quantity} × {price['id']} after {_day(when)}", proration=True))
+            when, end, f"Remaining time on {quantity} × {price['id']} after {_day(when)}", proration=True),
+            new_discount))
         if new_discount is not None:
             lines[-1]["_discount"] = new_discount["id"]  # a ``once`` discount is used up by the invoice of this line
     return lines
+
+
+def _included(line: dict, discount: dict | None) -> dict:
+    """``line`` naming the ``discount`` inside its amount, as ``proration_discounts=included`` shows it."""
+    if discount is not None:
+        line.update(discounts=[discount["id"]], discount_amounts=[{"amount": 0, "discount": discount["id"]}])
+    return line
 
 
 def _invoice_and_charge(store: Store, sub: dict, lines: list, start: int, end: int) -> tuple[dict, str]:
