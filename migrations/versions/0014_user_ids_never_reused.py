@@ -6,7 +6,7 @@ naming a deleted user would name the next one. PostgreSQL's sequences never reus
 A later batch migration of users must pass ``table_kwargs={"sqlite_autoincrement": True}``.
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-11-25 17:20:00
 
 """
@@ -15,7 +15,7 @@ from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '0014'
-down_revision = '0012'
+down_revision = '0013'
 branch_labels = None
 depends_on = None
 
