@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # PYTEST_ARGS='-n 0' runs the suite in one process.
 PYTEST_PARALLEL := -n auto --dist worksteal
 
-.PHONY: install run demo test test-deep lint bench clean
+.PHONY: install run demo test test-deep test-cluster lint bench clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ test: install
 test-deep: install
 	@$(PY) -m scripts.apt redis-server redis-server || echo "the tests that need Redis will be skipped"
 	TEST_DEEP=1 $(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+
+## make test-cluster: two service hosts (network namespaces, or loopback addresses where refused) on one
+## PostgreSQL and one Redis, one killed mid-load; prints one table, exit 1 on any loss (about 1-2 min; root for ip netns)
+test-cluster: install
+	@$(PY) -m scripts.apt redis-server redis-server
+	$(PY) -m scripts.cluster
 
 ## make lint: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, complexity <= 10), and mypy on the
 ## Stripe calls, whose params are typed with the pinned SDK's TypedDicts

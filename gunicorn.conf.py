@@ -4,8 +4,9 @@ Every setting can be overridden on the command line (``-w``, ``-b``, ...) or by 
 Read by gunicorn's master before it imports the app, which is why the metrics directory is set here.
 The master also checks the service's settings once, before any worker starts (``on_starting``): a
 bad or missing one, ``PROVIDER_WEBHOOK_SECRET`` and a rate-limit store whose client library is not
-installed included, is one line and exit status 1, and several workers counting rate limits in
-their own memory are warned about.
+installed included, is one line and exit status 1, and so is a rate-limit store in each process's
+own memory (``memory://``) with several workers or a PostgreSQL database, unless
+``RATELIMIT_ALLOW_MEMORY=true``.
 """
 import glob
 import multiprocessing
@@ -57,20 +58,18 @@ def _check_settings(server):
     # Imported here, not at the top: importing the app imports prometheus_client, which must come
     # after PROMETHEUS_MULTIPROC_DIR is set above.
     from app.config import ConfigError, serving_config
-    from app.rate_limit import storage_for
+    from app.rate_limit import per_process_store, storage_for
 
     try:
         config = serving_config()
         # Built here and dropped (no connection is made): a store whose client library is missing
         # would otherwise fail in every worker, each with its own line, before the master gives up.
         storage_for(config)
+        refused = per_process_store(config, server.cfg.workers)
+        if refused:
+            raise refused
     except ConfigError as exc:
         sys.exit(f"Error: {exc}")
-    if server.cfg.workers > 1 and config["RATELIMIT_STORAGE_URI"].startswith("memory://"):
-        # memory:// counts in each worker's own memory: N workers let a guesser have N times the limit.
-        server.log.warning("RATELIMIT_STORAGE_URI is memory:// with %d workers: each worker counts its "
-                           "own requests, so the rate limits allow %d times their value; use redis:// "
-                           "(README \"Production\")", server.cfg.workers, server.cfg.workers)
 
 
 def _clear_dead_metrics():

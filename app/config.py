@@ -152,6 +152,7 @@ DEFAULTS = {
     "FREE_PLAN": "free",
     "MAX_CONTENT_LENGTH": str(1024 * 1024),
     "RATELIMIT_STORAGE_URI": "memory://",
+    "RATELIMIT_ALLOW_MEMORY": "",
     "PROXY_FIX_X_FOR": "0",
     "LOG_LEVEL": "INFO",
     "PROVIDER_LIVEMODE": "",
@@ -212,6 +213,7 @@ def validate(config):
     # checks it at start-up (``require_serving``); commands such as ``flask db upgrade`` do not.
     config["PROVIDER_WEBHOOK_SECRET"] = _secrets(config.get("PROVIDER_WEBHOOK_SECRET"))
     config["RATELIMIT_STORAGE_URI"] = _storage_uri("RATELIMIT_STORAGE_URI", config["RATELIMIT_STORAGE_URI"])
+    config["RATELIMIT_ALLOW_MEMORY"] = _flag(config["RATELIMIT_ALLOW_MEMORY"])
     config["PROVIDER_PLANS"] = _plans("PROVIDER_PLANS", config["PROVIDER_PLANS"])
     for name in (
         "PROVIDER_WEBHOOK_TOLERANCE",

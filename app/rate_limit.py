@@ -104,6 +104,28 @@ def storage_for(config):
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
 
 
+def per_process_store(config, workers):
+    """Return the ``ConfigError`` of a server about to count its limits per process, else ``None``.
+
+    ``memory://`` counts in each process's own memory: ``workers`` (an int) gunicorn workers let a
+    password guesser, a registration script or a Stripe-call loop through ``workers`` times the
+    limit, and a ``postgresql`` database means a deployment that may run several hosts, each with
+    its own counts. Either is refused unless ``RATELIMIT_ALLOW_MEMORY`` says it is meant (issue 35).
+    """
+    if not config["RATELIMIT_STORAGE_URI"].startswith("memory://") or config["RATELIMIT_ALLOW_MEMORY"]:
+        return None
+    database = str(config.get("SQLALCHEMY_DATABASE_URI") or "")
+    if workers > 1:
+        reason = f"{workers} gunicorn workers each count their own requests"
+    elif database.startswith("postgresql"):
+        reason = "a postgresql database may serve several hosts, each counting its own requests"
+    else:
+        return None
+    return ConfigError(f"RATELIMIT_STORAGE_URI is memory:// and {reason}, so the login, register and "
+                       "Stripe-call limits let several times their value through: use redis://host:6379, "
+                       "or set RATELIMIT_ALLOW_MEMORY=true if per-process limits are meant")
+
+
 def _check(limiter, item, scope, key, cost=1):
     """Count a call of ``cost``; return ``None`` when allowed, else the seconds until the next is."""
     strategy = limiter["strategy"]

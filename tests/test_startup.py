@@ -1,7 +1,8 @@
 """Start-up as operators run it: ``flask --app wsgi`` and gunicorn with ``gunicorn.conf.py``, as processes.
 
 A bad setting is one line naming the variable and a non-zero exit; commands that serve no
-webhook do not need ``PROVIDER_WEBHOOK_SECRET``; several workers on ``memory://`` are warned about once.
+webhook do not need ``PROVIDER_WEBHOOK_SECRET``; several workers or PostgreSQL on ``memory://`` stop start-up
+unless ``RATELIMIT_ALLOW_MEMORY=true``.
 """
 import os
 import subprocess
@@ -126,15 +127,33 @@ def _serve_and_stop(tmp_path, env, workers):
     return log.read_text()
 
 
-def test_gunicorn_warns_once_about_memory_storage_with_several_workers(tmp_path):
-    log = _serve_and_stop(tmp_path, environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET), workers=2)
-    warnings = [line for line in log.splitlines() if "RATELIMIT_STORAGE_URI" in line]
-    assert len(warnings) == 1, log
-    assert "[WARNING]" in warnings[0] and "memory:// with 2 workers" in warnings[0]
+MEMORY_REFUSED = ("Error: RATELIMIT_STORAGE_URI is memory:// and {reason}, so the login, register and Stripe-call "
+                  "limits let several times their value through: use redis://host:6379, or set "
+                  "RATELIMIT_ALLOW_MEMORY=true if per-process limits are meant")
+
+
+@pytest.mark.parametrize(("workers", "database", "reason"), [
+    (2, None, "2 gunicorn workers each count their own requests"),
+    (1, "postgresql://app@127.0.0.1:1/subscriptions",
+     "a postgresql database may serve several hosts, each counting its own requests"),
+], ids=["two-workers", "postgresql"])
+def test_a_per_process_limit_store_stops_the_master_once(tmp_path, workers, database, reason):
+    env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET, **({"DATABASE_URL": database} if database else {}))
+    process, _, log = gunicorn(tmp_path, env, workers=workers)
+    assert process.wait(30) == 1
+    lines = log.read_text().splitlines()
+    assert [line for line in lines if "[INFO]" not in line] == [MEMORY_REFUSED.format(reason=reason)]
+    assert not any("Booting worker" in line for line in lines)
+
+
+def test_several_workers_on_memory_start_when_it_is_meant(tmp_path):
+    env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET, RATELIMIT_ALLOW_MEMORY="true")
+    log = _serve_and_stop(tmp_path, env, workers=2)
+    assert "RATELIMIT_STORAGE_URI" not in log
     assert log.count("Booting worker") == 2
 
 
-def test_gunicorn_with_one_worker_or_a_shared_store_does_not_warn(tmp_path):
+def test_one_worker_on_sqlite_or_a_shared_store_starts(tmp_path):
     env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET)
     assert "RATELIMIT_STORAGE_URI" not in _serve_and_stop(tmp_path, env, workers=1)
     # A shared store, named only: starting and answering /health never connect to it.

@@ -7,7 +7,7 @@ customer and a just-paid user shows no card.
 import logging
 from datetime import UTC, datetime
 
-from app.billing import objects
+from app.billing import objects, writer
 from app.errors import ProviderRejected
 
 log = logging.getLogger(__name__)
@@ -15,8 +15,10 @@ log = logging.getLogger(__name__)
 
 def store_card(user, payment_method):
     """Copy brand, last four and a card's expiry of ``payment_method`` (a dict, or ``None`` to clear) onto the user."""
-    user.pm_type, user.pm_last_four = objects.card_of(payment_method)
-    user.pm_exp_month, user.pm_exp_year = objects.card_expiry_of(payment_method)
+    (pm_type, pm_last_four), (pm_exp_month, pm_exp_year) = objects.card_of(payment_method), \
+        objects.card_expiry_of(payment_method)
+    writer.write_user(user, pm_type=pm_type, pm_last_four=pm_last_four, pm_exp_month=pm_exp_month,
+                      pm_exp_year=pm_exp_year)
 
 
 def promote(provider, user, payment_method_id, customer=None):

@@ -3,6 +3,7 @@ import logging
 
 from flask import current_app, g
 
+from app.billing import writer
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,6 @@ def recompute_plan(user):
     """Store the entitled plan in ``users.plan`` (``None`` for the free plan); return ``(before, after)``."""
     before = user.plan
     plan = entitled_plan(user)
-    user.plan = None if plan == current_app.config["FREE_PLAN"] else plan
+    writer.write_user(user, plan=None if plan == current_app.config["FREE_PLAN"] else plan)
     return before, user.plan
 

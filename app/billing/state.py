@@ -2,9 +2,9 @@
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import joinedload
 
-from app.billing import objects, promotions
+from app.billing import objects, promotions, writer
 from app.extensions import db
-from app.models import Subscription, SubscriptionItem, User
+from app.models import Subscription, User
 from app.timeutil import from_timestamp, utcnow
 
 _LOCK_CUSTOMER = (update(User.__table__).where(User.__table__.c.provider_id == bindparam("customer_id"))
@@ -71,52 +71,39 @@ def apply_subscription(user, obj, as_of):
 
     ``as_of`` (aware UTC) is the time the state was current: the event's ``created`` or, for a
     live read, now. The caller checks ``is_stale`` first; the row's ``provider_updated_at`` never
-    moves backwards. Items that are no longer on the subscription are deleted.
+    moves backwards (``writer``'s guarded upsert). Items that are no longer on the subscription are
+    deleted. Written at once, by ``app.billing.writer``'s statements.
     """
-    subscription = subscription_of(user, obj["id"])
-    if subscription is None:
-        subscription = Subscription(user=user, provider_id=obj["id"], provider_updated_at=as_of,
-                                    type=(obj.get("metadata") or {}).get("type") or "default")
-        db.session.add(subscription)
+    existing = subscription_of(user, obj["id"])
     items = objects.items_of(obj)
     period_end = objects.current_period_end(obj)
-    subscription.provider_status = obj.get("status") or "incomplete"
-    subscription.provider_price = objects.price_of(items[0]) if items else None
-    subscription.quantity = items[0].get("quantity") if len(items) == 1 else None
-    subscription.default_payment_method = objects.ref_id(obj.get("default_payment_method"))
-    subscription.cancel_at_period_end = bool(obj.get("cancel_at_period_end"))
-    subscription.current_period_end = period_end
-    subscription.trial_ends_at = from_timestamp(obj.get("trial_end"))
-    subscription.ends_at = objects.ends_at(obj, period_end)
     pending = objects.pending_update_of(obj)
-    subscription.pending_price = pending["price"] if pending else None
-    subscription.pending_quantity = pending["quantity"] if pending else None
-    subscription.pending_expires_at = from_timestamp(pending["expires_at"]) if pending else None
-    subscription.test_clock = objects.ref_id(obj.get("test_clock"))
-    discount = objects.discount_of(obj, subscription.discount)
-    if discount is not objects.UNREAD:  # the webhook writer read the live subscription for it
-        subscription.discount = discount
-        promotions.remember(user, (discount or {}).get("promotion_code"), subscription.provider_id)
-    subscription.provider_created_at = from_timestamp(obj.get("created"))
-    subscription.provider_updated_at = max(as_of, subscription.provider_updated_at)
-    _apply_items(subscription, items)
-    # Not flushed here: the next query autoflushes, or the commit does, so that a webhook's writes
-    # (this row, the listeners' user, notifications and outbox rows) are one unit of work, not two.
+    discount = objects.discount_of(obj, existing.discount if existing else None)
+    read = discount is not objects.UNREAD  # named by id only, unread: what is stored stays
+    values = {
+        "provider_status": obj.get("status") or "incomplete",
+        "provider_price": objects.price_of(items[0]) if items else None,
+        "quantity": items[0].get("quantity") if len(items) == 1 else None,
+        "default_payment_method": objects.ref_id(obj.get("default_payment_method")),
+        "cancel_at_period_end": bool(obj.get("cancel_at_period_end")),
+        "current_period_end": period_end,
+        "trial_ends_at": from_timestamp(obj.get("trial_end")),
+        "ends_at": objects.ends_at(obj, period_end),
+        "pending_price": pending["price"] if pending else None,
+        "pending_quantity": pending["quantity"] if pending else None,
+        "pending_expires_at": from_timestamp(pending["expires_at"]) if pending else None,
+        "test_clock": objects.ref_id(obj.get("test_clock")),
+        "discount": discount if read else existing.discount if existing else None,
+        "provider_created_at": from_timestamp(obj.get("created")),
+        "provider_updated_at": max(as_of, existing.provider_updated_at) if existing else as_of,
+    }
+    subscription = writer.write_subscription(user, existing, obj["id"], values,
+                                             (obj.get("metadata") or {}).get("type") or "default")
+    if subscription is None:  # the guard kept a newer row: nothing to add to it
+        return existing
+    if read:
+        promotions.remember(user, (discount or {}).get("promotion_code"), obj["id"])
+    writer.write_items(subscription, [{"provider_id": data["id"], "provider_price": objects.price_of(data),
+                                       "provider_product": objects.product_of(data),
+                                       "quantity": data.get("quantity")} for data in items])
     return subscription
-
-
-def _apply_items(subscription, items):
-    existing = {item.provider_id: item for item in subscription.items}
-    seen = set()
-    for data in items:
-        item = existing.get(data["id"])
-        if item is None:
-            item = SubscriptionItem(provider_id=data["id"])
-            subscription.items.append(item)
-        item.provider_price = objects.price_of(data)
-        item.provider_product = objects.product_of(data)
-        item.quantity = data.get("quantity")
-        seen.add(data["id"])
-    for provider_id, item in existing.items():
-        if provider_id not in seen:
-            subscription.items.remove(item)

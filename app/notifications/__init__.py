@@ -7,13 +7,17 @@ Delivery goes through a transactional outbox: ``notify`` writes the notification
 import secrets
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
+from app.billing import writer
 from app.extensions import db
 from app.models import Notification, NotificationDelivery
 from app.notifications.channels import configured_channel_names
 from app.notifications.kinds import ACCOUNT_EMAILS
 from app.observability import metrics
+
+_NOTIFIED = select(Notification.__table__.c.data).where(Notification.__table__.c.user_id == bindparam("user_id"),
+                                                      Notification.__table__.c.kind == bindparam("kind"))
 
 
 def notify(user, event_id, kind, data):
@@ -25,10 +29,9 @@ def notify(user, event_id, kind, data):
     webhook queues nothing (its ``notifications_total{state="queued"}`` count stays: the retry counts
     again). The caller owns the transaction.
     """
-    notification = Notification(user_id=user.id, event_id=event_id, kind=kind, data=data)
-    db.session.add(notification)
-    for channel in configured_channel_names(current_app.config):
-        db.session.add(NotificationDelivery(notification=notification, channel=channel))
+    channels = configured_channel_names(current_app.config)
+    writer.write_notification(user, event_id, kind, data, channels)
+    for channel in channels:
         metrics.notification_queued(channel)
 
 
@@ -56,8 +59,8 @@ def notified(user, kind, field, value):
     For the kinds that come once per object whatever events arrive (a receipt per invoice, one
     ``subscribed`` per subscription), where two different events may call for the same one.
     """
-    found = db.session.scalars(select(Notification.data).where(Notification.user_id == user.id,
-                                                               Notification.kind == kind))
+    # On the session's connection: the rows ``notify`` wrote are there, no ORM object is involved.
+    found = db.session.connection().scalars(_NOTIFIED, {"user_id": user.id, "kind": kind})
     return any((data or {}).get(field) == value for data in found)
 
 

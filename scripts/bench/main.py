@@ -69,14 +69,15 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
 
         out.update(measure_authenticated(wrk, db, port, minimal_port, token, args, workdir, gunicorn.process.pid,
                                          emulator))
-
-        out["intent"] = measure_intents(port, prices["pro"], args.intents)
-        out["swap"] = measure_swaps(port, emulator, db, prices, args.swaps)
-        out["forgot"] = accounts.measure_forgot(env, workdir, 50 if args.quick else accounts.REQUESTS)
+        if not args.focus:
+            out["intent"] = measure_intents(port, prices["pro"], args.intents)
+            out["swap"] = measure_swaps(port, emulator, db, prices, args.swaps)
+            out["forgot"] = accounts.measure_forgot(env, workdir, 50 if args.quick else accounts.REQUESTS)
 
         out.update(measure_webhooks(port, emulator, db, prices, args,
                                     {"gunicorn": gunicorn.process.pid, "emulator": emulator_pid}))
-
+        if args.focus:
+            return out
         gunicorn.stop()
         gunicorn = None
         started = time.perf_counter()
@@ -113,7 +114,11 @@ def options(argv=None):
     parser.add_argument("--smoke", action="store_true",
                         help="--quick with 1 s rows, no warm-up and one row of each kind (make test's smoke run)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the raw results go (JSON)")
+    parser.add_argument("--focus", action="store_true",
+                        help="only the ceiling, GET /auth/me and the webhook mix, full size (for work on those)")
     args = parser.parse_args(argv)
+    if args.focus:
+        args.smoke = False
     if args.smoke:
         args.quick, args.duration = True, 1
     if args.quick:
@@ -126,7 +131,7 @@ def options(argv=None):
     args.swaps = 6 if args.quick else SWAPS
     args.repeats = 1 if args.quick else REPEATS
     args.webhook_users = 20 if args.quick else WEBHOOK_USERS
-    args.single_webhook_users = 0 if args.smoke else SINGLE_WEBHOOK_USERS
+    args.single_webhook_users = 0 if args.smoke or args.focus else SINGLE_WEBHOOK_USERS
     args.warm_up = 0 if args.smoke else WARM_UP_SECONDS
     args.hash_params = hash_params()
     return args
@@ -146,7 +151,8 @@ def main(argv=None):
                                         str(emulator_port)], quiet, workdir)
         # The settings file's start-up check asks the minimal app for the webhook secret and key too.
         minimal = Service("gunicorn-minimal", gunicorn_argv(minimal_port, "scripts.bench.minimal_app:app"),
-                          {**quiet, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET, "SECRET_KEY": "bench secret key"},
+                          {**quiet, "PROVIDER_WEBHOOK_SECRET": WEBHOOK_SECRET, "SECRET_KEY": "bench secret key",
+                           "RATELIMIT_ALLOW_MEMORY": "true"},
                           workdir)
         try:
             emulator.wait_http(emulator_port, "/_emulator/clock")
@@ -165,8 +171,10 @@ def main(argv=None):
     print(f"\n{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}; gunicorn -w 2 -k sync; "
           f"each wrk row {args.repeats} x {args.duration} s after a {args.warm_up} s warm-up, median (min-max); "
           f"whole bench {wall:.0f} s; load average at the end {os.getloadavg()[0]:.2f}.")
-    calls_table, results["provider_calls"], calls_met = provider_call_table(min(3, args.duration), args.repeats)
-    print(f"\n{calls_table}")
+    calls_table, calls_met = "", True
+    if not args.focus:
+        calls_table, results["provider_calls"], calls_met = provider_call_table(min(3, args.duration), args.repeats)
+        print(f"\n{calls_table}")
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps({
         "when": datetime.now(UTC).isoformat(timespec="seconds"), "host": platform.node(), "cpus": os.cpu_count(),

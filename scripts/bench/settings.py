@@ -28,8 +28,9 @@ TOKENS_MAX_COST = 0.10
 # GET /plans serves each worker's copy of the catalogue: a Stripe read per worker and per
 # PROVIDER_CATALOG_TTL, not per request (issue 28).
 PLANS_MAX_PROVIDER_CALLS_PER_REQUEST = 0.001
-WEBHOOK_MIN_EVENTS_PER_S = 400.0
-WEBHOOK_MAX_P99_MS = 60.0
+# The PostgreSQL webhook mix against the minimal app in the same run (issue 35: twice round 3's 6.5-7.1%).
+WEBHOOK_MIN_SHARE_OF_MINIMAL = 0.15
+WEBHOOK_MAX_P99_MS = 100.0
 PRUNE_MAX_SECONDS = 20.0
 PRUNE_MAX_RSS_MB = 200.0
 

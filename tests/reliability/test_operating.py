@@ -32,7 +32,7 @@ def production(make_app, database_url, emulator, tmp_path):
            "PASSWORD_HASH_MEMORY_COST": str(BASE_CONFIG["PASSWORD_HASH_MEMORY_COST"]),
            "METRICS_ENABLED": "true", "METRICS_TOKEN": TOKEN, "LOG_FORMAT": "json",
            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"), "WEB_CONCURRENCY": str(WORKERS),
-           "BIND": f"127.0.0.1:{port}"}
+           "BIND": f"127.0.0.1:{port}", "RATELIMIT_ALLOW_MEMORY": "true"}
     (tmp_path / "metrics").mkdir()
     (tmp_path / "metrics" / "counter_999999.db").write_bytes(b"stale file of an earlier run")
     log = tmp_path / "gunicorn.log"
@@ -133,7 +133,8 @@ def test_the_image_files_and_command_serve(database_url, make_app, tmp_path, met
     assert env["PROMETHEUS_MULTIPROC_DIR"].startswith("/tmp/")
     env.update(BIND=f"127.0.0.1:{port}", PROMETHEUS_MULTIPROC_DIR=str(tmp_path / env["PROMETHEUS_MULTIPROC_DIR"][1:]),
                WEB_CONCURRENCY="2", DATABASE_URL=database_url, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET,
-               SECRET_KEY=BASE_CONFIG["SECRET_KEY"], **({"METRICS_ENABLED": "1"} if metrics else {}))
+               SECRET_KEY=BASE_CONFIG["SECRET_KEY"], RATELIMIT_ALLOW_MEMORY="true",
+               **({"METRICS_ENABLED": "1"} if metrics else {}))
     env = {"PATH": os.environ["PATH"], **env}
     # The Dockerfile header's first command.
     upgrade = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=image, env=env,
