@@ -7,12 +7,9 @@ code Stripe would refuse is ``422 invalid_promotion_code`` before the service ch
 """
 import time
 
-from sqlalchemy import select
-
+from app.billing import redemptions
 from app.billing.provider import get_provider
 from app.errors import AppError
-from app.extensions import db
-from app.models import PromotionRedemption
 
 
 class InvalidPromotionCode(AppError):
@@ -46,32 +43,15 @@ def _refusal(promo, coupon, customer_id, price, now):
     return None
 
 
-def remember(user, promotion_code_id, provider_subscription):
-    """Record that a subscription of ``user`` took the promotion code (an id); ``resolve`` refuses it after."""
-    if promotion_code_id and db.session.scalar(select(PromotionRedemption.id).where(
-            PromotionRedemption.user_id == user.id, PromotionRedemption.promotion_code == promotion_code_id)) is None:
-        db.session.add(PromotionRedemption(user_id=user.id, promotion_code=promotion_code_id,
-                                           provider_subscription=provider_subscription))
-
-
-def _redeemed(user, promotion_code_id):
-    """Whether a subscription of ``user`` took the code; a first subscription still unpaid (``incomplete``,
-    asked again with the same code) has redeemed nothing yet."""
-    taken = db.session.scalars(select(PromotionRedemption.provider_subscription).where(
-        PromotionRedemption.user_id == user.id, PromotionRedemption.promotion_code == promotion_code_id)).all()
-    unpaid = {s.provider_id for s in user.subscriptions if s.provider_status == "incomplete"}
-    return any(subscription not in unpaid for subscription in taken)
-
-
-def resolve(code, price_id, user):
+def resolve(code, price_id, billable):
     """Return the id of the active promotion code ``code`` (as typed) for ``price_id``, or ``None`` without one.
 
-    A code one of ``user``'s subscriptions already carried is refused too (``PromotionRedemption``):
+    A code one of ``billable``'s subscriptions already carried is refused too (``PromotionRedemption``):
     Stripe lets a customer redeem a code again unless the merchant capped it, and a ``once`` code
     sent with every upgrade would discount every period. Raises ``InvalidPromotionCode`` (422),
     ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503). Only reads at Stripe.
     """
-    customer_id = user.provider_id
+    customer_id = billable.provider_id
     if code is None:
         return None
     provider = get_provider()
@@ -82,7 +62,7 @@ def resolve(code, price_id, user):
     if not isinstance(coupon, dict):
         raise InvalidPromotionCode.for_code(code, "it grants no coupon")
     reason = _refusal(promo, coupon, customer_id, provider.retrieve_price(price_id), int(time.time()))
-    if reason is None and _redeemed(user, promo["id"]):
+    if reason is None and redemptions.redeemed(billable, promo["id"]):
         reason = "you have used it already"
     if reason:
         raise InvalidPromotionCode.for_code(code, reason)

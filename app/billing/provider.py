@@ -57,8 +57,8 @@ class SubscriptionProvider(ABC):
         """
 
     @abstractmethod
-    def create_customer(self, email, name, user_id, idempotency_key):
-        """Create a customer and return its id."""
+    def create_customer(self, email, name, metadata, idempotency_key):
+        """Create a customer (``metadata``: Stripe's string-to-string map) and return its id."""
 
     @abstractmethod
     def retrieve_customer(self, customer_id):
@@ -225,14 +225,12 @@ class SubscriptionProvider(ABC):
         account deletion finds it gone.
         """
 
-    def sync(self, user):
-        """Pull the user's live subscriptions and write them locally as the webhooks would.
+    @abstractmethod
+    def sync(self, billable):
+        """Pull the billable's live subscriptions and write them locally as the webhooks would.
 
-        Returns a ``billing.sync.SyncResult``; the caller commits. See ``billing.sync.sync_user``.
+        Returns a ``billing.sync.SyncResult``; the caller commits. See ``billing.sync.sync_billable``.
         """
-        from app.billing.sync import sync_user
-
-        return sync_user(self, user)
 
 
 def get_provider():

@@ -2,7 +2,7 @@
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import joinedload
 
-from app.billing import objects, promotions
+from app.billing import objects, redemptions
 from app.extensions import db
 from app.models import Subscription, SubscriptionItem, User
 from app.timeutil import from_timestamp, utcnow
@@ -10,7 +10,7 @@ from app.timeutil import from_timestamp, utcnow
 _LOCK_CUSTOMER = (update(User.__table__).where(User.__table__.c.provider_id == bindparam("customer_id"))
                   .values(updated_at=bindparam("now")).returning(User.__table__.c.id))
 
-# A user with their subscriptions and items, read afresh: everything a webhook reads, in one query.
+# A billable with their subscriptions and items, read afresh: everything a webhook reads, in one query.
 # Built once: rebuilding the statement and its loader options per event cost a tenth of the event.
 _USER_WITH_SUBSCRIPTIONS = (
     select(User)
@@ -21,16 +21,16 @@ _USER_WITH_SUBSCRIPTIONS = (
 
 
 def user_for_customer(customer_id):
-    """Return the user whose ``provider_id`` is ``customer_id``, or ``None`` for an unknown customer."""
+    """Return the billable whose ``provider_id`` is ``customer_id``, or ``None`` for an unknown customer."""
     if not customer_id:
         return None
     return db.session.scalars(select(User).where(User.provider_id == customer_id)).first()
 
 
 def lock_customer(customer_id):
-    """Lock the user of ``customer_id`` as ``models.user.lock_user`` does; return it, or ``None`` if unknown.
+    """Lock the billable of ``customer_id`` as ``Billable.lock`` does; return it, or ``None`` if unknown.
 
-    The user comes with its subscriptions and their items, so a webhook reads everything it
+    The billable comes with its subscriptions and their items, so a webhook reads everything it
     needs in two round trips (the locking UPDATE ... RETURNING, then one joined SELECT).
     """
     if not customer_id:
@@ -42,13 +42,13 @@ def lock_customer(customer_id):
     return db.session.execute(_USER_WITH_SUBSCRIPTIONS, {"user_id": user_id}).unique().scalar_one()
 
 
-def subscription_of(user, provider_id):
-    """Return the user's subscription row for the provider id, or ``None``."""
-    return next((s for s in user.subscriptions if s.provider_id == provider_id), None)
+def subscription_of(billable, provider_id):
+    """Return the billable's subscription row for the provider id, or ``None``."""
+    return next((s for s in billable.subscriptions if s.provider_id == provider_id), None)
 
 
 def owner_of_subscription(provider_id):
-    """Return the id of the user whose row holds the provider subscription ``provider_id``, or ``None``."""
+    """Return the id of the billable whose row holds the provider subscription ``provider_id``, or ``None``."""
     return db.session.scalar(select(Subscription.user_id).where(Subscription.provider_id == provider_id))
 
 
@@ -66,18 +66,18 @@ def is_stale(subscription, as_of):
     return subscription is not None and as_of < subscription.provider_updated_at
 
 
-def apply_subscription(user, obj, as_of):
-    """Write the provider subscription ``obj`` (a dict) for ``user`` and return the row.
+def apply_subscription(billable, obj, as_of):
+    """Write the provider subscription ``obj`` (a dict) for ``billable`` and return the row.
 
     ``as_of`` (aware UTC) is the time the state was current: the event's ``created`` or, for a
     live read, now. The caller checks ``is_stale`` first; the row's ``provider_updated_at`` never
     moves backwards. Items that are no longer on the subscription are deleted.
     """
-    subscription = subscription_of(user, obj["id"])
+    subscription = subscription_of(billable, obj["id"])
     if subscription is None:
-        subscription = Subscription(user=user, provider_id=obj["id"], provider_updated_at=as_of,
+        subscription = Subscription(provider_id=obj["id"], provider_updated_at=as_of,
                                     type=(obj.get("metadata") or {}).get("type") or "default")
-        db.session.add(subscription)
+        billable.subscriptions.append(subscription)
     items = objects.items_of(obj)
     period_end = objects.current_period_end(obj)
     subscription.provider_status = obj.get("status") or "incomplete"
@@ -96,12 +96,12 @@ def apply_subscription(user, obj, as_of):
     discount = objects.discount_of(obj, subscription.discount)
     if discount is not objects.UNREAD:  # the webhook writer read the live subscription for it
         subscription.discount = discount
-        promotions.remember(user, (discount or {}).get("promotion_code"), subscription.provider_id)
+        redemptions.remember(billable, (discount or {}).get("promotion_code"), subscription.provider_id)
     subscription.provider_created_at = from_timestamp(obj.get("created"))
     subscription.provider_updated_at = max(as_of, subscription.provider_updated_at)
     _apply_items(subscription, items)
     # Not flushed here: the next query autoflushes, or the commit does, so that a webhook's writes
-    # (this row, the listeners' user, notifications and outbox rows) are one unit of work, not two.
+    # (this row, the listeners' billable, notifications and outbox rows) are one unit of work, not two.
     return subscription
 
 
