@@ -6,6 +6,7 @@ the other's package for the shape of a resource. Plans come from ``app.billing.p
 from marshmallow import Schema, fields
 
 from app.billing import plans
+from app.billing.statuses import LIVE_STATUSES
 from app.fields import Timestamp
 from app.timeutil import from_timestamp, utcnow
 
@@ -157,16 +158,13 @@ def present_user(user):
     ``plan`` is the plan entitled at this moment (UTC now), not the stored ``users.plan``.
     """
     now = utcnow()
-    card = None
-    if user.pm_type and user.pm_last_four:
-        card = {"brand": user.pm_type, "last4": user.pm_last_four}
     return {
         "id": user.id,
         "email": user.email,
         "email_verified_at": user.email_verified_at,
         "name": user.name,
         "plan": plans.entitled_plan(user, now),
-        "card": card,
+        "card": present_card(user),
         "subscription": present_subscription(plans.current_subscription(user, now), now),
     }
 
@@ -176,3 +174,31 @@ def present_subscription_state(user):
     now = utcnow()
     return {"plan": plans.entitled_plan(user, now),
             "subscription": present_subscription(plans.current_subscription(user, now), now)}
+
+
+def present_card(billable):
+    """``{"brand", "last4"}`` of the billable's stored card, or ``None``."""
+    if billable.pm_type and billable.pm_last_four:
+        return {"brand": billable.pm_type, "last4": billable.pm_last_four}
+    return None
+
+
+def present_organization(membership, seats):
+    """Return the CONTRACT "Organization" resource for the caller's ``membership`` (its ``organization``
+    loaded); ``seats`` is ``{"members", "invitations"}`` as counted, ``paid`` is added from the live subscription."""
+    organization, now = membership.organization, utcnow()
+    live = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
+    return {
+        "id": organization.id, "name": organization.name, "role": membership.role,
+        "billing_email": organization.billing_email, "plan": plans.entitled_plan(organization, now),
+        "subscription": present_subscription(plans.current_subscription(organization, now), now),
+        "seats": {**seats, "paid": live.quantity if live is not None else None},
+        "card": present_card(organization), "created_at": organization.created_at,
+    }
+
+
+def present_member(membership):
+    """Return the CONTRACT "Member" resource."""
+    user = membership.user
+    return {"user": {"id": user.id, "email": user.email, "name": user.name}, "role": membership.role,
+            "joined_at": membership.joined_at}

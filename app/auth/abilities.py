@@ -20,6 +20,11 @@ ABILITIES = {
                      "POST /auth/logout-all",
     "profile:write": "POST /auth/email/verification, POST /auth/password, PATCH /auth/me, POST /auth/email/change",
     "account:delete": "DELETE /auth/me",
+    "organizations:read": "GET /organizations, GET /organizations/{id}, GET /organizations/{id}/members, "
+                          "GET /organizations/{id}/invitations",
+    "organizations:write": "POST /organizations, PATCH and DELETE /organizations/{id}, PATCH and DELETE "
+                           "/organizations/{id}/members/{user_id}, POST /organizations/{id}/transfer, POST and "
+                           "DELETE /organizations/{id}/invitations, POST /organizations/invitations/accept",
 }
 
 

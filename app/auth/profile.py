@@ -50,8 +50,11 @@ def request_email_change(user, email, password):
     notify_account(user, "email_change_requested", {"new_email": email})
 
 
-def delete_account(user, password):
+def delete_account(user, password, release):
     """Delete ``user`` and everything of theirs, Stripe first; raise ``WrongPassword`` (403).
+
+    ``release(user)`` runs once the password is checked, before anything is deleted: the
+    organisations' rules (``organizations.service.release_account``, which may refuse with 409).
 
     At Stripe every subscription not yet ended is cancelled now (no proration, no invoice) and the
     customer deleted; ``ProviderUnavailable`` (503) there deletes nothing here (a retry finds what
@@ -62,24 +65,29 @@ def delete_account(user, password):
     address registered again gets no free trial.
     """
     check_password(user, password)
+    release(user)
     lock_user(user)
     ever_subscribed = db.session.scalar(select(exists().where(Subscription.user_id == user.id)))
     if user.provider_id:
-        ever_subscribed = _delete_customer(user) or ever_subscribed
+        ever_subscribed = delete_customer(user) or ever_subscribed
     if ever_subscribed and not was_deleted_subscriber(user.email):
         db.session.add(DeletedSubscriber(email_sha256=email_sha256(user.email)))
     db.session.execute(delete(PasswordResetRequest).where(PasswordResetRequest.email == user.email))
     db.session.execute(delete(User).where(User.id == user.id).execution_options(synchronize_session=False))
 
 
-def _delete_customer(user):
-    """Cancel the customer's unended subscriptions and delete it at Stripe; return whether it had any subscription."""
+def delete_customer(billable):
+    """Cancel the customer's unended subscriptions and delete it at Stripe; return whether it had any subscription.
+
+    For a user's account and an organisation alike (``billable``: ``models.billable``).
+    """
     provider = get_provider()
-    if provider.retrieve_customer(user.provider_id).get("deleted"):
+    if provider.retrieve_customer(billable.provider_id).get("deleted"):
         return False  # a retry: the deletion got this far before the local one failed
-    subscriptions = provider.list_subscriptions(user.provider_id)
+    subscriptions = provider.list_subscriptions(billable.provider_id)
     for subscription in subscriptions:
         if subscription["status"] not in TERMINAL_STATUSES:
-            provider.cancel_subscription(subscription["id"], f"delete-{user.idempotency_token}-{subscription['id']}")
-    provider.delete_customer(user.provider_id)
+            provider.cancel_subscription(subscription["id"],
+                                         f"delete-{billable.idempotency_token}-{subscription['id']}")
+    provider.delete_customer(billable.provider_id)
     return bool(subscriptions)

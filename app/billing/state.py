@@ -4,42 +4,58 @@ from sqlalchemy.orm import joinedload
 
 from app.billing import objects, redemptions
 from app.extensions import db
-from app.models import Subscription, SubscriptionItem, User
+from app.models import Organization, Subscription, SubscriptionItem, User
 from app.timeutil import from_timestamp, utcnow
 
-_LOCK_CUSTOMER = (update(User.__table__).where(User.__table__.c.provider_id == bindparam("customer_id"))
-                  .values(updated_at=bindparam("now")).returning(User.__table__.c.id))
-
-# A billable with their subscriptions and items, read afresh: everything a webhook reads, in one query.
-# Built once: rebuilding the statement and its loader options per event cost a tenth of the event.
-_USER_WITH_SUBSCRIPTIONS = (
-    select(User)
-    .where(User.id == bindparam("user_id"))
-    .options(joinedload(User.subscriptions).joinedload(Subscription.items))
-    .execution_options(populate_existing=True)
-)
+# The billable models, in the order a customer id is looked up: a user's customer (the common case)
+# costs one statement, an organisation's two. Customer ids are Stripe's, unique across both tables.
+BILLABLES = (User, Organization)
 
 
-def user_for_customer(customer_id):
-    """Return the billable whose ``provider_id`` is ``customer_id``, or ``None`` for an unknown customer."""
+def _locking(model):
+    table = model.__table__
+    return (update(table).where(table.c.provider_id == bindparam("customer_id"))
+            .values(updated_at=bindparam("now")).returning(table.c.id))
+
+
+def _loading(model):
+    # A billable with its subscriptions and items, read afresh: everything a webhook reads, in one query.
+    # Built once: rebuilding the statement and its loader options per event cost a tenth of the event.
+    return (select(model).where(model.id == bindparam("billable_id"))
+            .options(joinedload(model.subscriptions).joinedload(Subscription.items))
+            .execution_options(populate_existing=True))
+
+
+_LOCKS = tuple((_locking(model), _loading(model)) for model in BILLABLES)
+
+
+def billable_for_customer(customer_id):
+    """Return the billable (a user or an organisation) whose ``provider_id`` is ``customer_id``, or ``None``."""
     if not customer_id:
         return None
-    return db.session.scalars(select(User).where(User.provider_id == customer_id)).first()
+    for model in BILLABLES:
+        found = db.session.scalars(select(model).where(model.provider_id == customer_id)).first()
+        if found is not None:
+            return found
+    return None
 
 
 def lock_customer(customer_id):
     """Lock the billable of ``customer_id`` as ``Billable.lock`` does; return it, or ``None`` if unknown.
 
-    The billable comes with its subscriptions and their items, so a webhook reads everything it
-    needs in two round trips (the locking UPDATE ... RETURNING, then one joined SELECT).
+    The billable comes with its subscriptions and their items, so a webhook for a user's customer
+    reads everything it needs in two round trips (the locking UPDATE ... RETURNING, then one joined
+    SELECT); an organisation's takes one UPDATE more.
     """
     if not customer_id:
         return None
     # Core, on the session's connection: no ORM object is involved until the load below.
-    user_id = db.session.connection().scalar(_LOCK_CUSTOMER, {"customer_id": customer_id, "now": utcnow()})
-    if user_id is None:
-        return None
-    return db.session.execute(_USER_WITH_SUBSCRIPTIONS, {"user_id": user_id}).unique().scalar_one()
+    connection = db.session.connection()
+    for locking, loading in _LOCKS:
+        billable_id = connection.scalar(locking, {"customer_id": customer_id, "now": utcnow()})
+        if billable_id is not None:
+            return db.session.execute(loading, {"billable_id": billable_id}).unique().scalar_one()
+    return None
 
 
 def subscription_of(billable, provider_id):
@@ -48,8 +64,13 @@ def subscription_of(billable, provider_id):
 
 
 def owner_of_subscription(provider_id):
-    """Return the id of the billable whose row holds the provider subscription ``provider_id``, or ``None``."""
-    return db.session.scalar(select(Subscription.user_id).where(Subscription.provider_id == provider_id))
+    """Return the ``billable_key`` of the billable whose row holds the provider subscription ``provider_id``,
+    or ``None`` when no row does."""
+    row = db.session.execute(select(Subscription.user_id, Subscription.organization_id)
+                             .where(Subscription.provider_id == provider_id)).first()
+    if row is None:
+        return None
+    return f"user:{row.user_id}" if row.user_id is not None else f"organization:{row.organization_id}"
 
 
 def live_as_of():

@@ -38,7 +38,10 @@ class Subscription(SubscriptionRules, db.Model):
     __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # Its billable: a user or an organisation (``models.billable``), exactly one of the two.
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    organization_id: Mapped[str | None] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"),
+                                                        index=True)
     type: Mapped[str] = mapped_column(String(64), default="default")
     provider_id: Mapped[str] = mapped_column(String(255), unique=True)
     provider_status: Mapped[str] = mapped_column(String(32))
@@ -63,6 +66,7 @@ class Subscription(SubscriptionRules, db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     user = relationship("User", back_populates="subscriptions")
+    organization = relationship("Organization", back_populates="subscriptions")
     items = relationship("SubscriptionItem", back_populates="subscription", cascade="all, delete-orphan",
                          passive_deletes=True, order_by="SubscriptionItem.id")
 
@@ -103,14 +107,16 @@ class TrialFingerprint(db.Model):
 
 
 class PromotionRedemption(db.Model):
-    """A promotion code a user's subscription carried (Stripe's ``discounts[].promotion_code``): the same
-    user cannot send it again, so a ``once`` code discounts one invoice, not one upgrade a period."""
+    """A promotion code a billable's subscription carried (Stripe's ``discounts[].promotion_code``): the same
+    billable cannot send it again, so a ``once`` code discounts one invoice, not one upgrade a period."""
 
     __tablename__ = "promotion_redemptions"
-    __table_args__ = (UniqueConstraint("user_id", "promotion_code"), {"sqlite_autoincrement": True})
+    __table_args__ = (UniqueConstraint("user_id", "promotion_code"),
+                      UniqueConstraint("organization_id", "promotion_code"), {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    organization_id: Mapped[str | None] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
     promotion_code: Mapped[str] = mapped_column(String(255))
     provider_subscription: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -16,20 +16,24 @@ from app.notifications.kinds import ACCOUNT_EMAILS
 from app.observability import metrics
 
 
-def notify(user, event_id, kind, data):
+def notify(billable, event_id, kind, data):
     """Store a notification of ``kind`` (a CONTRACT notification kind) for the provider event ``event_id``.
 
-    ``data`` is the kind's JSON object. At most one per event and kind: the webhook ledger processes
-    an event id once, and the unique key (event_id, kind) refuses a second row should anything else
-    try. Queues it for delivery on every configured channel in the same transaction, so a rolled-back
-    webhook queues nothing (its ``notifications_total{state="queued"}`` count stays: the retry counts
-    again). The caller owns the transaction.
+    ``billable`` is a user, or an organisation whose owner and admins each get their own row with
+    ``"organization": {"id", "name"}`` in ``data`` (``Billable.recipients``, ``notification_data``).
+    ``data`` is the kind's JSON object. At most one per user, event and kind: the webhook ledger
+    processes an event id once, and the unique key (user_id, event_id, kind) refuses a second row
+    should anything else try. Queues each for delivery on every configured channel in the same
+    transaction, so a rolled-back webhook queues nothing (its ``notifications_total{state="queued"}``
+    count stays: the retry counts again). The caller owns the transaction.
     """
-    notification = Notification(user_id=user.id, event_id=event_id, kind=kind, data=data)
-    db.session.add(notification)
-    for channel in configured_channel_names(current_app.config):
-        db.session.add(NotificationDelivery(notification=notification, channel=channel))
-        metrics.notification_queued(channel)
+    data = {**data, **billable.notification_data()}
+    for user in billable.recipients():
+        notification = Notification(user_id=user.id, event_id=event_id, kind=kind, data=data)
+        db.session.add(notification)
+        for channel in configured_channel_names(current_app.config):
+            db.session.add(NotificationDelivery(notification=notification, channel=channel))
+            metrics.notification_queued(channel)
 
 
 def notify_account(user, kind, data=None):
@@ -50,12 +54,19 @@ def notify_account(user, kind, data=None):
         metrics.notification_queued("email")
 
 
-def notified(user, kind, field, value):
-    """Whether ``user`` already has a ``kind`` notification whose ``data[field]`` is ``value``.
+def _about(data):
+    """The id of the organisation a notification's ``data`` is about, ``None`` for a user's own billing."""
+    return ((data or {}).get("organization") or {}).get("id")
+
+
+def notified(billable, kind, field, value):
+    """Whether ``billable`` was already told of ``kind`` with ``data[field] == value``.
 
     For the kinds that come once per object whatever events arrive (a receipt per invoice, one
     ``subscribed`` per subscription), where two different events may call for the same one.
     """
-    found = db.session.scalars(select(Notification.data).where(Notification.user_id == user.id,
+    about = _about(billable.notification_data())
+    recipients = [user.id for user in billable.recipients()]
+    found = db.session.scalars(select(Notification.data).where(Notification.user_id.in_(recipients),
                                                                Notification.kind == kind))
-    return any((data or {}).get(field) == value for data in found)
+    return any((data or {}).get(field) == value and _about(data) == about for data in found)

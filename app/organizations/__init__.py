@@ -1,0 +1,4 @@
+"""The ``organizations`` blueprint: organisations, members, roles, invitations, and their billing."""
+from app.organizations.views import blp
+
+__all__ = ["blp"]
