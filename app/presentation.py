@@ -202,3 +202,10 @@ def present_member(membership):
     user = membership.user
     return {"user": {"id": user.id, "email": user.email, "name": user.name}, "role": membership.role,
             "joined_at": membership.joined_at}
+
+
+def present_invitation(invitation):
+    """Return the CONTRACT "Invitation" resource (never its token: none is stored)."""
+    return {"id": invitation.id, "email": invitation.email, "role": invitation.role,
+            "invited_by": invitation.invited_by, "created_at": invitation.created_at,
+            "expires_at": invitation.expires_at}

@@ -70,15 +70,19 @@ class RateLimiter:
 
             @wraps(view)
             def limited(*args, **kwargs):
-                item, key = parse(limit_value()), key_func()
-                retry_after = _check(current_app.extensions["rate_limiter"], item, counted, key)
-                if retry_after is not None:
-                    raise RateLimited.retry_after(retry_after)
+                self.hit(limit_value(), counted, key_func())
                 return view(*args, **kwargs)
 
             return limited
 
         return decorator
+
+    def hit(self, limit_value, scope, key):
+        """Count one call of ``scope`` for ``key`` now, under ``limit_value`` (a limits string): for a limit
+        counted only once the caller passed its checks. Raises as ``limit``'s views do."""
+        retry_after = _check(current_app.extensions["rate_limiter"], parse(limit_value), scope, key)
+        if retry_after is not None:
+            raise RateLimited.retry_after(retry_after)
 
 
 def storage_for(config):

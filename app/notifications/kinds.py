@@ -54,4 +54,6 @@ ACCOUNT_EMAILS = {
     "email_verification": "a link that verifies the account's address (APP_URL_VERIFY_EMAIL)",
     "email_change": "a link that moves the account to the new address (APP_URL_VERIFY_EMAIL)",
     "password_reset": "a link that sets a new password (APP_URL_RESET_PASSWORD)",
+    "invitation": "a link that accepts an organisation's invitation (APP_URL_ACCEPT_INVITATION), to the invited "
+                  "address; queued as the inviter's. data: email, invitation, organization {id, name}",
 }

@@ -79,3 +79,25 @@ class MemberSchema(Schema):
 class MemberPageSchema(Schema):
     data = fields.List(fields.Nested(MemberSchema), required=True)
     has_more = fields.Boolean(required=True)
+
+
+class InvitationCreateSchema(Schema):
+    email = Email(required=True, validate=validate.Length(max=320))
+    role = Text(load_default=MEMBER, validate=ASSIGNABLE_ROLES)
+
+
+class InvitationSchema(Schema):
+    id = fields.String(required=True, metadata={"example": "inv_0b6c1f2e9a7d4e5f8c3b2a1d"})
+    email = fields.String(required=True)
+    role = fields.String(required=True)
+    invited_by = fields.Integer(allow_none=True, required=True, metadata={"description": "The inviter's user id"})
+    created_at = Timestamp(required=True)
+    expires_at = Timestamp(required=True)
+
+
+class InvitationListSchema(Schema):
+    data = fields.List(fields.Nested(InvitationSchema), required=True)
+
+
+class AcceptSchema(Schema):
+    token = Text(required=True, load_only=True, validate=validate.Length(min=1, max=1024))
