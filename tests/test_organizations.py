@@ -62,7 +62,8 @@ def test_pages_of_organizations_follow_starting_after(client):
 def test_a_non_member_gets_404_for_every_organization_endpoint(client, team):
     eve = account(client, "eve@example.com")
     org = team["org"]
-    for method, path, body in (("get", f"/organizations/{org}", None), ("patch", f"/organizations/{org}", {"name": "x"}),
+    for method, path, body in (("get", f"/organizations/{org}", None),
+                               ("patch", f"/organizations/{org}", {"name": "x"}),
                                ("get", f"/organizations/{org}/members", None),
                                ("delete", f"/organizations/{org}/members/{team['ids']['cy']}", None),
                                ("post", f"/organizations/{org}/transfer", {"user_id": 1, "password": PASSWORD}),

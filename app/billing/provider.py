@@ -78,10 +78,10 @@ class SubscriptionProvider(ABC):
 
     @abstractmethod
     def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
-                            automatic_tax=False):
+                            automatic_tax=False, quantity=None):
         """Create a subscription awaiting payment; ``latest_invoice.confirmation_secret`` and
         ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``;
-        taxed by Stripe Tax with ``automatic_tax``.
+        taxed by Stripe Tax with ``automatic_tax``; ``quantity`` seats (``None``: Stripe's default, 1).
 
         Uses ``payment_behavior=default_incomplete`` and
         ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT). With

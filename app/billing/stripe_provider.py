@@ -88,10 +88,10 @@ class StripeProvider(CustomerCalls, SubscriptionProvider):
         return jsonbody.loads(payload)
 
     def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
-                            automatic_tax=False):
+                            automatic_tax=False, quantity=None):
         params: SubscriptionCreateParams = {
             "customer": customer_id,
-            "items": [{"price": price}],
+            "items": [{"price": price, "quantity": quantity} if quantity else {"price": price}],
             "payment_behavior": "default_incomplete",
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": SUBSCRIPTION_EXPAND,

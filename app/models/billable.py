@@ -41,6 +41,10 @@ class Billable:
         """The users notified of its billing (``User`` list): the user, or the organisation's owner and admins."""
         raise NotImplementedError
 
+    def seat_count(self):
+        """The quantity its subscription must have, or ``None`` when the client chooses (a user's own)."""
+        return None
+
     def notification_data(self):
         """What a notification about its billing adds to ``data`` (``{}`` for a user's own)."""
         return {}

@@ -6,7 +6,7 @@ Ids are opaque strings (``org_...``, ``inv_...``) from 96 random bits: never reu
 import secrets
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, SmallInteger, String, UniqueConstraint, select
+from sqlalchemy import ForeignKey, SmallInteger, String, UniqueConstraint, func, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -71,6 +71,11 @@ class Organization(Billable, db.Model):
 
     def notification_data(self):
         return {"organization": {"id": self.id, "name": self.name}}
+
+    def seat_count(self):
+        """Its members (seats follow members, ``app.organizations.seats``)."""
+        return db.session.scalar(select(func.count()).select_from(Membership)
+                                 .where(Membership.organization_id == self.id))
 
     def __repr__(self):
         return f"<Organization {self.id} {self.name!r}>"

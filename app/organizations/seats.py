@@ -11,13 +11,10 @@ removed follows ``PROVIDER_PRORATION``. Without a live subscription nothing is s
 freely, and a new subscription starts at the member count. Nothing here commits.
 """
 from flask import current_app
-from sqlalchemy import func, select
 
 from app.billing import objects, prices
 from app.billing.provider import get_provider
-from app.extensions import db
 from app.idempotency import provider_key
-from app.models.organization import Membership
 from app.subscription import current
 from app.subscription.errors import PaymentRequired
 
@@ -32,8 +29,7 @@ class SeatDeclined(PaymentRequired):
 
 def member_count(organization):
     """The number of members (owner included) as stored now."""
-    return db.session.scalar(select(func.count()).select_from(Membership)
-                             .where(Membership.organization_id == organization.id))
+    return organization.seat_count()
 
 
 def seat_subscription(organization):

@@ -67,11 +67,14 @@ def create_intent(billable, price, promotion_code=None):
     attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(billable.owns(Subscription)))
     trial_days = _trial_days(billable, provider)
     # The trial is in the key: Stripe refuses a key reused with other parameters.
+    seats = billable.seat_count()
+    # Every parameter is in the key (seats too: an organisation's members may change between retries).
     key = (f"subscription-{billable.idempotency_token}-{attempt}-{price}"
-           + (f"-trial-{trial_days}" if trial_days else "") + (f"-{promotion_code}" if promotion_code else ""))
+           + (f"-trial-{trial_days}" if trial_days else "") + (f"-{promotion_code}" if promotion_code else "")
+           + (f"-seats-{seats}" if seats else ""))
     live = provider.create_subscription(ensure_customer(billable), price, key, trial_days=trial_days,
                                         promotion_code=promotion_code,
-                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
+                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"], quantity=seats)
     subscription = state.apply_subscription(billable, live, state.live_as_of())
     plans.recompute_plan(billable)
     return subscription, objects.client_secret_of(live), True
