@@ -165,3 +165,26 @@ def test_a_declined_seat_adds_nobody_and_the_invitation_stays(team):
     kinds = [n for n in team.client.get("/notifications", headers=team.ada).json["data"]]
     failed = [n for n in kinds if n["kind"] in ("payment_failed", "swap_payment_failed")]
     assert failed and failed[0]["data"]["organization"] == {"id": team.org, "name": "Acme"}
+
+
+def test_reconcile_sets_drifted_seats_back_without_charging(team):
+    subscription_id = team.subscribe()
+    team.join("bob")
+    item = team.flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"]["data"][0]
+    # A quantity changed in the Dashboard: drift, nobody's purchase.
+    team.flow.stripe.v1.subscriptions.update(subscription_id, params={
+        "items": [{"id": item.id, "quantity": 5}], "proration_behavior": "none"})
+    team.flow.deliver()
+    invoices_before = len(team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data)
+    runner = team.app.test_cli_runner()
+    dry = runner.invoke(args=["reconcile", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert f"{team.org} (Acme): seats 5 -> 2 (dry run: not set)" in dry.output
+    assert team.stripe_quantity(subscription_id) == 5
+    fixed = runner.invoke(args=["reconcile"])
+    assert fixed.exit_code == 0, fixed.output
+    assert f"{team.org} (Acme): seats 5 -> 2" in fixed.output
+    assert team.stripe_quantity(subscription_id) == team.members() == 2
+    assert len(team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data) == invoices_before
+    again = runner.invoke(args=["reconcile"])
+    assert "seats" not in again.output, "nothing drifted any more"

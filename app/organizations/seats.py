@@ -16,7 +16,7 @@ from app.billing import objects, prices
 from app.billing.provider import get_provider
 from app.idempotency import provider_key
 from app.subscription import current
-from app.subscription.errors import PaymentRequired
+from app.subscription.errors import PaymentPending, PaymentRequired
 
 
 class SeatDeclined(PaymentRequired):
@@ -37,15 +37,24 @@ def seat_subscription(organization):
     return current.live_subscription(organization.subscriptions)
 
 
+def _refuse_while_pending(organization, subscription):
+    """``current.refuse_while_pending`` without the invoice's details: the invitee is not the one to pay it."""
+    try:
+        current.refuse_while_pending(organization, subscription)
+    except PaymentPending:
+        raise PaymentPending("An earlier seat change of the organisation waits for its invoice to be paid; its owner "
+                             "and admins have been told. Accept the invitation again once it is paid.") from None
+
+
 def set_seats(organization, count, reason):
     """Make Stripe's quantity of the organisation's live subscription ``count``; return the row, or ``None``.
 
     Under the organisation's lock (the caller takes it, before counting). ``reason`` names the change
-    in Stripe's idempotency key (``"accept"``, ``"remove"``, ``"reconcile"``). More seats: charged now,
-    ``SeatDeclined`` (402) when Stripe holds the change pending; a pending seat change from before
-    (an earlier decline) is ``PaymentPending`` (409) until it is paid or expires. Fewer seats:
-    ``PROVIDER_PRORATION`` (``none`` for ``reconcile``). Raises ``ProviderUnavailable`` (503) and
-    ``ProviderRejected`` (502): then nothing changed here either.
+    in Stripe's idempotency key (``"accept"``, ``"remove"``). More seats: charged now, ``SeatDeclined``
+    (402) when Stripe holds the change pending; a pending seat change from before (an earlier
+    decline) is ``PaymentPending`` (409) until it is paid or expires. Fewer seats: ``PROVIDER_PRORATION``.
+    Raises ``ProviderUnavailable`` (503) and ``ProviderRejected`` (502): then nothing changed here
+    either. Drifted seats are set back by ``flask reconcile`` (``billing.reconcile.reconcile_seats``).
     """
     subscription = seat_subscription(organization)
     if subscription is None or len(subscription.items) != 1:
@@ -55,11 +64,9 @@ def set_seats(organization, count, reason):
         return subscription
     raising = count > (item.quantity or 0)
     if raising:
-        current.refuse_while_pending(organization, subscription)
+        _refuse_while_pending(organization, subscription)
     params = {"items": [{"id": item.provider_id, "quantity": count}]}
-    if reason == "reconcile":
-        params["proration_behavior"] = "none"
-    elif raising:
+    if raising:
         params.update(proration_behavior=prices.INVOICE_AT_ONCE, payment_behavior="pending_if_incomplete")
     else:
         params["proration_behavior"] = current_app.config["PROVIDER_PRORATION"]
@@ -69,3 +76,4 @@ def set_seats(organization, count, reason):
     if raising and objects.pending_update_of(live) is not None:
         raise SeatDeclined()
     return row
+

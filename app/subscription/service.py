@@ -51,15 +51,17 @@ def create_intent(billable, price, promotion_code=None):
     (``_trial_days``), whose ``client_secret`` is then its pending SetupIntent's. A per-billable
     lock held to the end of the transaction makes concurrent calls create one subscription.
     ``promotion_code`` is a resolved promotion code id (``promotions.resolve``): the new subscription
-    carries its discount, and a pending one is reused only with the same. Raises ``UnknownPrice``
-    (422) and ``ProviderUnavailable`` (503).
+    carries its discount, and a pending one is reused only with the same, and for an organisation
+    only with its member count as quantity. Raises ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
     pending = _open_subscription(billable)
-    if pending is not None and pending.provider_price == price and _promotion_of(pending) == promotion_code:
+    seats = billable.seat_count()
+    if (pending is not None and pending.provider_price == price and _promotion_of(pending) == promotion_code
+            and seats in (None, pending.quantity)):
         live = provider.retrieve_subscription(pending.provider_id)
         return pending, objects.client_secret_of(live), False
     if pending is not None:
@@ -67,7 +69,6 @@ def create_intent(billable, price, promotion_code=None):
     attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(billable.owns(Subscription)))
     trial_days = _trial_days(billable, provider)
     # The trial is in the key: Stripe refuses a key reused with other parameters.
-    seats = billable.seat_count()
     # Every parameter is in the key (seats too: an organisation's members may change between retries).
     key = (f"subscription-{billable.idempotency_token}-{attempt}-{price}"
            + (f"-trial-{trial_days}" if trial_days else "") + (f"-{promotion_code}" if promotion_code else "")
