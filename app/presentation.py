@@ -3,11 +3,15 @@
 ``auth`` (``/auth/me``, register) and ``subscription`` both import from here, so neither reaches into
 the other's package for the shape of a resource. Plans come from ``app.billing.plans``.
 """
+from flask import current_app
 from marshmallow import Schema, fields
+from sqlalchemy import bindparam, select
 
 from app.billing import plans
 from app.billing.statuses import LIVE_STATUSES
+from app.db_session import autocommit_engine
 from app.fields import Timestamp
+from app.models.organization import Membership, Organization
 from app.timeutil import from_timestamp, utcnow
 
 
@@ -82,6 +86,13 @@ class CardSchema(Schema):
     last4 = fields.String(required=True)
 
 
+class UserOrganizationSchema(Schema):
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    role = fields.String(required=True, metadata={"description": "owner, admin or member"})
+    plan = fields.String(required=True, metadata={"description": "The organisation's entitled plan"})
+
+
 class UserSchema(Schema):
     id = fields.Integer(required=True)
     email = fields.String(required=True)
@@ -91,6 +102,8 @@ class UserSchema(Schema):
     plan = fields.String(required=True, metadata={"description": "Entitled plan at the time of the request"})
     card = fields.Nested(CardSchema, allow_none=True, required=True)
     subscription = fields.Nested(SubscriptionSchema, allow_none=True, required=True)
+    organizations = fields.List(fields.Nested(UserOrganizationSchema), required=True,
+                                metadata={"description": "The user's organisations; plan stays the user's own"})
 
 
 def present_subscription(subscription, now=None):
@@ -166,7 +179,28 @@ def present_user(user):
         "plan": plans.entitled_plan(user, now),
         "card": present_card(user),
         "subscription": present_subscription(plans.current_subscription(user, now), now),
+        "organizations": organizations_of(user),
     }
+
+
+# The user's organisations with their role and stored plan, oldest membership first: one Core SELECT on
+# the reads engine, as the bearer lookup reads (no session, no transaction on a GET).
+_ORGANIZATIONS_OF = (
+    select(Organization.__table__.c.id, Organization.__table__.c.name, Membership.__table__.c.role,
+           Organization.__table__.c.plan)
+    .join(Membership.__table__, Membership.__table__.c.organization_id == Organization.__table__.c.id)
+    .where(Membership.__table__.c.user_id == bindparam("user_id"))
+    .order_by(Membership.__table__.c.joined_at, Organization.__table__.c.id)
+)
+
+
+def organizations_of(user):
+    """``[{"id", "name", "role", "plan"}]`` of the user's organisations; ``plan`` is the organisation's
+    stored plan (``plans.recompute_plan`` on every webhook), ``FREE_PLAN`` without one."""
+    free = current_app.config["FREE_PLAN"]
+    with autocommit_engine().connect() as connection:
+        rows = connection.execute(_ORGANIZATIONS_OF, {"user_id": user.id}).all()
+    return [{"id": row.id, "name": row.name, "role": row.role, "plan": row.plan or free} for row in rows]
 
 
 def present_subscription_state(user):

@@ -64,8 +64,10 @@ def test_the_invited_verified_address_accepts_from_the_emailed_link(mail_app, cl
     assert joined.json["seats"] == {"members": 2, "invitations": 0, "paid": None}
     again = client.post("/organizations/invitations/accept", json={"token": token}, headers=cy)
     assert again.status_code == 400 and again.json["error"]["code"] == "invalid_token"
-    # The notification row of the email is the inviter's, and is not listed.
-    assert client.get("/notifications", headers=acme["ada"]).json["data"] == []
+    # The invitation email's row is the inviter's, and is not listed; the owner is told who joined.
+    kinds = [(n["kind"], n["data"]["member"]["email"], n["data"]["role"])
+             for n in client.get("/notifications", headers=acme["ada"]).json["data"]]
+    assert kinds == [("member_joined", "cy@example.com", "admin")]
 
 
 def test_another_or_an_unverified_address_cannot_accept(mail_app, client, smtp_server, acme):

@@ -100,6 +100,12 @@ def test_an_organization_subscribes_per_member_on_its_own_customer(team):
     assert team.flow.stripe.v1.customers.retrieve(customer).metadata.to_dict() == {"organization_id": team.org}
     invoices = team.client.get(f"{team.base}/subscription/invoices", headers=team.headers["bob"]).json["data"]
     assert [invoice["amount_paid"] for invoice in invoices] == [2 * SEAT]
+    for headers in (team.ada, team.headers["bob"]):  # owner and admins, each their own row
+        subscribed = [n for n in team.client.get("/notifications", headers=headers).json["data"]
+                      if n["kind"] == "subscribed"]
+        assert [n["data"]["organization"] for n in subscribed] == [{"id": team.org, "name": "Acme"}]
+    assert team.client.get("/auth/me", headers=team.headers["bob"]).json["organizations"] == [
+        {"id": team.org, "name": "Acme", "role": "admin", "plan": "basic"}]
 
 
 def test_a_member_cannot_manage_billing_and_a_stranger_sees_nothing(team):

@@ -171,3 +171,21 @@ def test_the_openapi_document_lists_the_abilities(client):
     assert paths["/organizations/{organization_id}"]["get"]["x-abilities"] == ["organizations:read"]
     assert paths["/organizations/{organization_id}/members/{user_id}"]["delete"]["x-abilities"] == [
         "organizations:write"]
+
+
+def test_me_lists_the_organizations_with_role_and_plan(client, team):
+    me = client.get("/auth/me", headers=team["bob"]).json
+    assert me["organizations"] == [{"id": team["org"], "name": "Acme", "role": "admin", "plan": "free"}]
+    assert me["plan"] == "free"
+    assert client.get("/auth/me", headers=account(client, "eve@example.com")).json["organizations"] == []
+
+
+def test_owner_and_admins_are_told_who_left(client, team):
+    org, ids = team["org"], team["ids"]
+    assert client.delete(f"/organizations/{org}/members/{ids['cy']}", headers=team["bob"]).status_code == 204
+    for name in ("ada", "bob"):
+        (told,) = [n for n in client.get("/notifications", headers=team[name]).json["data"]
+                   if n["kind"] == "member_left"]
+        assert told["data"] == {"member": {"id": ids["cy"], "email": "cy@example.com", "name": "cy"},
+                                "reason": "removed", "organization": {"id": org, "name": "Acme"}}
+    assert client.get("/notifications", headers=team["cy"]).json["data"] == []

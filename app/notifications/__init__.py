@@ -36,6 +36,14 @@ def notify(billable, event_id, kind, data):
             metrics.notification_queued(channel)
 
 
+def notify_membership(organization, kind, member, data):
+    """Tell the organisation's owner and admins (``notify``) that ``member`` (a ``User``) joined or left:
+    ``kind`` is ``member_joined`` or ``member_left``. Not caused by a provider event, the rows get an
+    ``event_id`` of their own (``member_`` and random hex). The caller owns the transaction."""
+    notify(organization, f"member_{secrets.token_hex(12)}", kind,
+           {"member": {"id": member.id, "email": member.email, "name": member.name}, **data})
+
+
 def notify_account(user, kind, data=None):
     """Queue an account email or notice of ``kind`` for ``user``; the caller owns the transaction.
 

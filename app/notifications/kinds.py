@@ -5,7 +5,8 @@ event (or account change) that causes it and its ``data`` fields, for the OpenAP
 only and never listed by ``GET /notifications``. The row says only "send this email to user N";
 the worker mints the token into the message as it sends (``app.email_tokens.link``).
 
-Times in ``data`` are Unix seconds (UTC), as the provider sends them.
+Times in ``data`` are Unix seconds (UTC), as the provider sends them. A notification about an
+organisation's billing goes to each of its owner and admins with ``organization`` {id, name} in ``data``.
 """
 
 NOTIFICATION_KINDS = {
@@ -47,6 +48,10 @@ NOTIFICATION_KINDS = {
     "payment_succeeded": "invoice.paid with amount_paid > 0 (a receipt; once per invoice, however often Stripe "
                          "delivers it). data: invoice, amount_paid (minor units), currency, hosted_invoice_url, "
                          "invoice_pdf.",
+    "member_joined": "An invitation to an organisation was accepted; to its owner and admins. "
+                     "data: member {id, email, name}, role, organization {id, name}.",
+    "member_left": "A member left an organisation or was removed (their account deleted too); to its owner and "
+                   "admins. data: member {id, email, name}, reason (left or removed), organization {id, name}.",
 }
 
 # Account email -> what it carries. data: email (the address it goes to) for email_change only.

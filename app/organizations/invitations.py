@@ -17,7 +17,7 @@ from app.errors import EmailUnverified, InvalidEmailToken
 from app.extensions import db, limiter
 from app.models import User
 from app.models.organization import MEMBER, Invitation, Membership
-from app.notifications import notify_account
+from app.notifications import notify_account, notify_membership
 from app.organizations import seats
 from app.organizations.errors import AlreadyInvited, AlreadyMember, EmailMismatch, InvitationNotFound
 from app.timeutil import utcnow
@@ -103,6 +103,7 @@ def accept(user, token):
     if db.session.get(Membership, (organization.id, user.id)) is not None:
         raise AlreadyMember("You are already a member of this organisation.")
     seats.set_seats(organization, seats.member_count(organization) + 1, "accept")
+    notify_membership(organization, "member_joined", user, {"role": invitation.role})
     membership = Membership(organization_id=organization.id, user_id=user.id, role=invitation.role)
     db.session.add(membership)
     db.session.delete(invitation)

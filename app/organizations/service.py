@@ -10,6 +10,7 @@ from app.auth.recovery import check_password
 from app.billing.provider import get_provider
 from app.extensions import db
 from app.models.organization import ADMIN, MANAGERS, OWNER, Invitation, Membership, Organization
+from app.notifications import notify_membership
 from app.organizations import seats
 from app.organizations.access import require
 from app.organizations.errors import MemberNotFound, OwnerMustTransfer, OwnsOrganization
@@ -100,6 +101,9 @@ def remove(organization, caller, user_id):
         raise OwnerMustTransfer()
     seats.set_seats(organization, seats.member_count(organization) - 1, "remove")
     db.session.delete(member)
+    db.session.flush()
+    notify_membership(organization, "member_left", member.user,
+                      {"reason": "left" if caller.user_id == user_id else "removed"})
 
 
 def transfer(organization, owner, user_id, password):
