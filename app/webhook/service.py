@@ -47,7 +47,7 @@ def write_subscription(provider, billable, event):
         # Signed, yet it names another billable's subscription under this customer (Stripe never moves a
         # subscription between customers): nothing here can be right to write, and a 5xx would only
         # bring the same body back for three days.
-        log.warning("event %s: subscription %s belongs to another billable than customer %s; ignored",
+        log.warning("event %s: subscription %s belongs to another user or organisation than customer %s; ignored",
                     event["id"], obj["id"], obj.get("customer"))
         return "ignored"
     if state.is_stale(existing, as_of):
@@ -75,7 +75,8 @@ def write_checkout(provider, billable, event):
     if not subscription_id:
         return None
     if state.owner_of_subscription(subscription_id) not in (None, billable.billable_key):
-        log.warning("event %s: subscription %s belongs to another billable; ignored", event["id"], subscription_id)
+        log.warning("event %s: subscription %s belongs to another user or organisation; ignored", event["id"],
+                    subscription_id)
         return "ignored"
     try:
         live = provider.retrieve_subscription(subscription_id)
