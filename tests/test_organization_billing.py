@@ -4,6 +4,7 @@
 Through HTTP, the real stripe SDK, the emulator and its real webhooks, as tests/test_subscription_management.py.
 """
 import re
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import select
@@ -46,7 +47,8 @@ class Team:
     def token(self, invitation):
         """The token the invitation email carries (minted as the delivery worker mints it)."""
         with self.app.app_context():
-            link = email_tokens.link("invitation", None, {"invitation": invitation["id"], "email": invitation["email"]})
+            data = {"invitation": invitation["id"], "email": invitation["email"]}
+            link = email_tokens.link(SimpleNamespace(kind="invitation", data=data), None)
         return re.search(r"token=([\w.\-]+)", link).group(1)
 
     def invite(self, name, role="member"):

@@ -23,16 +23,26 @@ class InvalidPromotionCode(AppError):
         return cls(f"The promotion code {code!r} cannot be used: {reason}.", details={"promotion_code": code})
 
 
-def _refusal(promo, coupon, customer_id, price, now):
-    """Why Stripe would refuse to redeem ``promo`` for ``price`` (a Stripe price dict), or ``None``."""
+def _refusal(promo, coupon, customer_id, order, now):
+    """Why Stripe would refuse to redeem ``promo`` for ``order`` (``{"price": Stripe price dict, "quantity"}``),
+    or ``None``. Everything but ``first_time_transaction``, which needs the customer's invoices."""
+    price = order["price"]
     if promo.get("expires_at") is not None and promo["expires_at"] <= now:
         return "it has expired"
     if promo.get("max_redemptions") is not None and promo.get("times_redeemed", 0) >= promo["max_redemptions"]:
         return "it has been used up"
     if promo.get("customer") and promo["customer"] != customer_id:
         return "it is for another customer"
-    if not coupon.get("valid", True):
+    # https://docs.stripe.com/api/coupons/object: max_redemptions and redeem_by end a coupon for every code.
+    if not coupon.get("valid", True) or (coupon.get("max_redemptions") is not None
+                                         and coupon.get("times_redeemed", 0) >= coupon["max_redemptions"]):
         return "its coupon is no longer valid"
+    if coupon.get("redeem_by") is not None and coupon["redeem_by"] <= now:
+        return "its coupon has expired"
+    minimum = (promo.get("restrictions") or {}).get("minimum_amount")
+    if minimum is not None and ((price.get("unit_amount") or 0) * order["quantity"] < minimum
+                                or price.get("currency") != promo["restrictions"].get("minimum_amount_currency")):
+        return f"it needs an order of at least {minimum} {promo['restrictions'].get('minimum_amount_currency')}"
     products = (coupon.get("applies_to") or {}).get("products")
     product = price.get("product")
     product_id = product.get("id") if isinstance(product, dict) else product
@@ -43,13 +53,17 @@ def _refusal(promo, coupon, customer_id, price, now):
     return None
 
 
-def resolve(code, price_id, billable):
-    """Return the id of the active promotion code ``code`` (as typed) for ``price_id``, or ``None`` without one.
+def resolve(code, price_id, billable, quantity=1):
+    """Return the id of the active promotion code ``code`` (as typed) for ``price_id`` x ``quantity``, or
+    ``None`` without one.
 
     A code one of ``billable``'s subscriptions already carried is refused too (``PromotionRedemption``):
     Stripe lets a customer redeem a code again unless the merchant capped it, and a ``once`` code
-    sent with every upgrade would discount every period. Raises ``InvalidPromotionCode`` (422),
-    ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503). Only reads at Stripe.
+    sent with every upgrade would discount every period. The code's ``restrictions`` are checked
+    here, before any change (https://docs.stripe.com/api/promotion_codes/object#promotion_code_object-restrictions):
+    ``minimum_amount`` against one period of the order, ``first_time_transaction`` against the
+    customer's paid invoices (one page of one). Raises ``InvalidPromotionCode`` (422),
+    ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503). Only reads at Stripe, at most 3 calls.
     """
     customer_id = billable.provider_id
     if code is None:
@@ -61,9 +75,13 @@ def resolve(code, price_id, billable):
     coupon = (promo.get("promotion") or {}).get("coupon")
     if not isinstance(coupon, dict):
         raise InvalidPromotionCode.for_code(code, "it grants no coupon")
-    reason = _refusal(promo, coupon, customer_id, provider.retrieve_price(price_id), int(time.time()))
+    order = {"price": provider.retrieve_price(price_id), "quantity": quantity}
+    reason = _refusal(promo, coupon, customer_id, order, int(time.time()))
     if reason is None and redemptions.redeemed(billable, promo["id"]):
         reason = "you have used it already"
+    if reason is None and (promo.get("restrictions") or {}).get("first_time_transaction") and customer_id \
+            and provider.has_paid_invoice(customer_id):
+        reason = "it is for a first purchase only"
     if reason:
         raise InvalidPromotionCode.for_code(code, reason)
     return promo["id"]

@@ -19,7 +19,12 @@ from stripe.params import (
     InvoicePayParams,
     SetupIntentCreateParams,
 )
-from stripe.params.billing_portal import SessionCreateParams
+from stripe.params.billing_portal import (
+    ConfigurationCreateParams,
+    ConfigurationListParams,
+    ConfigurationUpdateParams,
+    SessionCreateParams,
+)
 
 from app.billing.provider import InvalidTaxId
 from app.billing.stripe_calls import cursor_refused, one_line, provider_call
@@ -120,8 +125,9 @@ class CustomerCalls:
         with provider_call("create setup intent"):
             return self._v1.setup_intents.create(params=params, options={"idempotency_key": idempotency_key}).to_dict()
 
-    def create_portal_session(self, customer_id, return_url):
-        """Create a session under a key derived from the customer, the return URL and a time window.
+    def create_portal_session(self, customer_id, return_url, configuration=None):
+        """Create a session under a key derived from the customer, the return URL, the configuration
+        and a time window.
 
         A key fixed per customer would replay one session, long expired, for the day Stripe keeps
         keys; with the window a double click or retry gets one session, a later request a new one.
@@ -129,11 +135,27 @@ class CustomerCalls:
         params: SessionCreateParams = {"customer": customer_id}
         if return_url:
             params["return_url"] = return_url
+        if configuration:
+            params["configuration"] = configuration
         window = int(time.time()) // PORTAL_IDEMPOTENCY_WINDOW
-        target = hashlib.sha256((return_url or "").encode()).hexdigest()[:16]
+        target = hashlib.sha256(f"{return_url or ''} {configuration or ''}".encode()).hexdigest()[:16]
         with provider_call("create billing portal session"):
             return self._v1.billing_portal.sessions.create(
                 params=params, options={"idempotency_key": f"portal-{customer_id}-{window}-{target}"}).url
+
+    def list_portal_configurations(self):
+        params: ConfigurationListParams = {"active": True, "limit": 100}
+        with provider_call("list billing portal configurations"):
+            return [config.to_dict() for config in self._v1.billing_portal.configurations.list(params=params).data]
+
+    def create_portal_configuration(self, params: ConfigurationCreateParams, idempotency_key):
+        with provider_call("create billing portal configuration"):
+            return self._v1.billing_portal.configurations.create(
+                params=params, options={"idempotency_key": idempotency_key}).id
+
+    def update_portal_configuration(self, configuration_id, params: ConfigurationUpdateParams):
+        with provider_call("update billing portal configuration"):
+            self._v1.billing_portal.configurations.update(configuration_id, params=params)
 
     def update_customer_email(self, customer_id, email):
         params: CustomerUpdateParams = {"email": email}
@@ -147,3 +169,17 @@ class CustomerCalls:
             except stripe.InvalidRequestError as exc:
                 if exc.code != "resource_missing":
                     raise
+
+    def has_paid_invoice(self, customer_id):
+        params: InvoiceListParams = {"customer": customer_id, "status": "paid", "limit": 1}
+        with provider_call("list paid invoices"):
+            return bool(self._v1.invoices.list(params=params).data)
+
+    def void_invoice(self, invoice_id):
+        with provider_call("void invoice"):
+            try:
+                self._v1.invoices.void_invoice(invoice_id)
+            except stripe.InvalidRequestError as exc:
+                if exc.code not in ("invoice_unexpected_state", "resource_missing"):
+                    raise
+                log.info("invoice %s not voided: %s", invoice_id, one_line(exc))

@@ -25,6 +25,7 @@ from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateP
 
 from app import jsonbody
 from app.billing import sync
+from app.billing.objects import CHECKOUT_ORIGIN
 from app.billing.provider import ChangeDeclined, SubscriptionProvider
 from app.billing.stripe_calls import client_values_refused, one_line, provider_call
 from app.billing.stripe_customers import CustomerCalls
@@ -123,12 +124,14 @@ class StripeProvider(CustomerCalls, SubscriptionProvider):
             "line_items": [{"price": line["price"], "quantity": line["quantity"]}],
             "success_url": urls["success_url"], "cancel_url": urls["cancel_url"],
         }
+        # Stripe's own code box stays off (no ``allow_promotion_codes``): a code typed there would
+        # skip the service's rules (once per person, restrictions); one reaches Checkout only resolved.
         if promotion_code:
             params["discounts"] = [{"promotion_code": promotion_code}]
-        else:
-            params["allow_promotion_codes"] = True
+        # Marked, so that its creation's webhook leaves its trial to the session's completion (CommitPlan).
+        params["subscription_data"] = {"metadata": {"origin": CHECKOUT_ORIGIN}}
         if trial_days:
-            params["subscription_data"] = {"trial_period_days": trial_days}
+            params["subscription_data"]["trial_period_days"] = trial_days
         if automatic_tax:
             # Stripe Tax needs the customer's address: the page collects it onto the customer.
             params["automatic_tax"] = {"enabled": True}
@@ -160,6 +163,16 @@ class StripeProvider(CustomerCalls, SubscriptionProvider):
         with provider_call("list subscriptions"):
             page = self._v1.subscriptions.list(params=params)
             return [subscription.to_dict() for subscription in page.auto_paging_iter()]
+
+    def list_unended_subscriptions(self, customer_id):
+        params: SubscriptionListParams = {"customer": customer_id, "limit": 100, "expand": ["data.latest_invoice"]}
+        with provider_call("list unended subscriptions"):
+            return [subscription.to_dict() for subscription in self._v1.subscriptions.list(params=params).data]
+
+    def has_subscriptions(self, customer_id):
+        params: SubscriptionListParams = {"customer": customer_id, "status": "all", "limit": 1}
+        with provider_call("list subscriptions"):
+            return bool(self._v1.subscriptions.list(params=params).data)
 
     def _now_if_replayed(self, answer):
         """Stripe's answer, or the subscription as it is now when Stripe replayed an earlier answer.

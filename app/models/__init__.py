@@ -1,15 +1,22 @@
 """The models, importable from one place so Alembic sees every table."""
-from app.models.account import DeletedSubscriber, PasswordResetRequest
+from app.models.account import AddressHistory, DeletedSubscriber, PasswordResetRequest
 from app.models.catalog import CatalogVersion
 from app.models.delivery import NotificationDelivery
 from app.models.idempotency import IdempotencyKey
 from app.models.organization import Invitation, Membership, Organization
-from app.models.subscription import PromotionRedemption, Subscription, SubscriptionItem, TrialFingerprint
+from app.models.subscription import (
+    PromotionRedemption,
+    ProrationQuote,
+    Subscription,
+    SubscriptionItem,
+    TrialFingerprint,
+)
 from app.models.token import AccessToken, RotatedToken
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
-__all__ = ["AccessToken", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent", "IdempotencyKey", "Invitation",
-           "Membership", "Notification", "NotificationDelivery", "Organization", "PasswordResetRequest",
-           "PromotionRedemption", "RotatedToken", "Subscription", "SubscriptionItem", "TrialFingerprint", "User",
+__all__ = ["AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent",
+           "IdempotencyKey", "Invitation", "Membership", "Notification", "NotificationDelivery", "Organization",
+           "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "Subscription",
+           "SubscriptionItem", "TrialFingerprint", "User",
            "WebhookEvent"]

@@ -41,6 +41,10 @@ class Billable:
         """The users notified of its billing (``User`` list): the user, or the organisation's owner and admins."""
         raise NotImplementedError
 
+    def redeemer_keys(self):
+        """The keys its promotion redemptions and trial records are kept under, which outlive it (SHA-256 hex)."""
+        raise NotImplementedError
+
     def seat_count(self):
         """The quantity its subscription must have, or ``None`` when the client chooses (a user's own)."""
         return None

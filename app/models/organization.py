@@ -10,6 +10,7 @@ from sqlalchemy import ForeignKey, SmallInteger, String, UniqueConstraint, func,
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
+from app.models.account import address_sha256
 from app.models.billable import Billable
 from app.models.types import UTCDateTime
 from app.models.user import User
@@ -71,6 +72,10 @@ class Organization(Billable, db.Model):
 
     def notification_data(self):
         return {"organization": {"id": self.id, "name": self.name}}
+
+    def redeemer_keys(self):
+        """Its id, hashed as addresses are (ids are never reused, so the records outlive it)."""
+        return [address_sha256(f"organization:{self.id}")]
 
     def seat_count(self):
         """Its members (seats follow members, ``app.organizations.seats``)."""

@@ -5,6 +5,7 @@ from sqlalchemy import SmallInteger, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
+from app.models.account import address_hashes
 from app.models.billable import Billable, lock_row
 from app.models.types import BigIntId, UTCDateTime
 from app.timeutil import utcnow
@@ -55,6 +56,10 @@ class User(Billable, db.Model):
 
     def recipients(self):
         return [self]
+
+    def redeemer_keys(self):
+        """Every address the account has had (``account.address_hashes``), the current one first."""
+        return address_hashes(self)
 
     def __repr__(self):
         return f"<User {self.id} {self.email}>"

@@ -86,7 +86,7 @@ def _account_email(notification, user):
     lifetime in words) and ``to``: the new address for an email change, else ``None`` (``user.email``)."""
     data = notification.data or {}
     ttl = current_app.config[_TTLS.get(notification.kind, "AUTH_VERIFY_EMAIL_TTL")]
-    return {"link": email_tokens.link(notification.kind, user, data), "ttl": _duration(ttl),
+    return {"link": email_tokens.link(notification, user), "ttl": _duration(ttl),
             "to": data.get("email") if notification.kind in ("email_change", "invitation") else None}
 
 

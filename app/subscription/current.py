@@ -1,15 +1,19 @@
-"""The billable's subscription a change acts on, found under its lock, and Stripe's answer written back.
-
-Shared by ``management`` (swap, seats, cancel, resume) and the views that read the live subscription.
-Nothing here commits.
+"""The billable's subscription a change acts on, found under its lock, Stripe's answer written back, and
+the proration dates previews issue. Shared by ``management`` (swap, seats, cancel, resume), the billing
+pages and an organisation's seats. Nothing here commits.
 """
 import time
+from datetime import timedelta
+
+from sqlalchemy import bindparam, delete, text
 
 from app.billing import objects, plans, state
 from app.billing.provider import InvalidProrationDate, get_provider
 from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, PAUSED_STATUSES
 from app.errors import Conflict
 from app.extensions import db
+from app.models import ProrationQuote
+from app.models.types import UTCDateTime
 from app.subscription.errors import NotSubscribed, PaymentPending, SubscriptionPastDue
 from app.timeutil import utcnow
 
@@ -84,13 +88,31 @@ def stripe_now(subscription):
     return int(time.time())
 
 
-def check_proration_date(value, now):
-    """Refuse a ``proration_date`` (Unix seconds) older than ``PRORATION_DATE_MAX_AGE`` before ``now``
-    (``stripe_now``) or in the future.
+# A preview's proration date, stored for the swap that follows; a second preview in the same second
+# issues the same one. Text for both databases (SQLite 3.24+), as the webhook ledger's insert.
+_QUOTE = text("INSERT INTO proration_quotes (provider_subscription, proration_date, created_at) "
+              "VALUES (:subscription, :date, :created_at) ON CONFLICT DO NOTHING"
+              ).bindparams(bindparam("created_at", type_=UTCDateTime()))
 
-    CONTRACT "Changes to the third round": only a preview's date, sent within 10 minutes, is taken;
-    any other date would let the client choose what it pays. ``PRORATION_DATE_SKEW`` seconds
-    ahead are allowed for hosts whose clocks differ. Raises ``InvalidProrationDate`` (422).
+
+def check_proration_date(subscription, value, now):
+    """Refuse a ``proration_date`` (Unix seconds) that no preview of ``subscription`` issued in the last
+    ``PRORATION_DATE_MAX_AGE`` seconds, or that is older than that before ``now`` (``stripe_now``).
+
+    CONTRACT "Changes to the fourth round": only a preview's date is taken; any other date, even a
+    recent one, would let the client choose what it pays (a backdated downgrade). Raises
+    ``InvalidProrationDate`` (422).
     """
     if not now - PRORATION_DATE_MAX_AGE <= value <= now + PRORATION_DATE_SKEW:
         raise InvalidProrationDate.not_recent()
+    issued = db.session.get(ProrationQuote, (subscription.provider_id, value))
+    if issued is None or issued.created_at < utcnow() - timedelta(seconds=PRORATION_DATE_MAX_AGE):
+        raise InvalidProrationDate.not_issued()
+
+
+def issue_proration_date(subscription, value):
+    """Store ``value`` as a proration date this preview issued, dropping the subscription's expired ones."""
+    db.session.execute(delete(ProrationQuote).where(
+        ProrationQuote.provider_subscription == subscription.provider_id,
+        ProrationQuote.created_at < utcnow() - timedelta(seconds=PRORATION_DATE_MAX_AGE)))
+    db.session.execute(_QUOTE, {"subscription": subscription.provider_id, "date": value, "created_at": utcnow()})

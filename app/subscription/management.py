@@ -14,19 +14,11 @@ from flask import current_app
 from app import presentation
 from app.billing import objects, plans, prices, promotions, redemptions
 from app.billing.provider import ChangeDeclined, get_provider
-from app.billing.statuses import (
-    PAUSED_STATUSES,
-    TERMINAL_STATUSES,
-    VALID_STATUSES,
-)
+from app.billing.statuses import PAUSED_STATUSES, TERMINAL_STATUSES, VALID_STATUSES
 from app.errors import UnknownPrice
 from app.idempotency import provider_key
 from app.subscription import current
-from app.subscription.errors import (
-    NotSubscribed,
-    PaymentRequired,
-    SubscriptionEnded,
-)
+from app.subscription.errors import NotSubscribed, PaymentRequired, SubscriptionEnded
 from app.timeutil import utcnow
 
 
@@ -43,7 +35,7 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
     """
     subscription = current.priced(billable)
     if proration_date is not None:
-        current.check_proration_date(proration_date, current.stripe_now(subscription))
+        current.check_proration_date(subscription, proration_date, current.stripe_now(subscription))
     current.refuse_while_pending(billable, subscription)
     item = subscription.items[0]
     provider = get_provider()
@@ -94,8 +86,14 @@ def swap(billable, price, proration_date=None, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    promotion = promotions.resolve(promotion_code, price, billable)
+    promotion = promotions.resolve(promotion_code, price, billable, _seats(billable))
     return _change_item(billable, "swap", {"price": price}, proration_date, promotion)
+
+
+def _seats(billable):
+    """The seats of the billable's live subscription as stored (1 without one): a promotion code's order."""
+    subscription = current.live_subscription(billable.subscriptions)
+    return (subscription.quantity if subscription is not None else None) or 1
 
 
 def set_quantity(billable, quantity):
@@ -118,8 +116,8 @@ def preview_swap(billable, price, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    promotion = promotions.resolve(promotion_code, price, billable)
-    subscription = current.priced(billable, lock=False)  # a read: nothing changes, nothing to serialise
+    promotion = promotions.resolve(promotion_code, price, billable, _seats(billable))
+    subscription = current.priced(billable, lock=False)  # a read at Stripe: nothing changes there, nothing to serialise
     item, provider = subscription.items[0], get_provider()
     quantity = item.quantity or 1
     now = current.stripe_now(subscription)
@@ -129,6 +127,7 @@ def preview_swap(billable, price, promotion_code=None):
                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
     if invoice is None:
         raise NotSubscribed("The subscription will not renew, so a swap has nothing to preview.")
+    current.issue_proration_date(subscription, now)
     return {
         "amount_due": invoice.get("amount_due"),
         "currency": invoice.get("currency"),
@@ -168,8 +167,11 @@ def cancel(billable, at_period_end=True):
         live = provider.update_subscription(subscription.provider_id, {"cancel_at_period_end": True},
                                             provider_key(billable, "cancel"))
     else:
-        # In dunning the period was never paid for: its unused time is no credit to give back.
+        # In dunning the period was never paid for: its unused time is no credit to give back, and
+        # its open invoice is voided first, so that nothing collects it once the subscription is gone.
         prorate = current_app.config["PROVIDER_PRORATION"] != "none" and subscription.provider_status in VALID_STATUSES
+        if subscription.provider_status not in VALID_STATUSES:
+            provider.void_latest_invoice(provider.retrieve_subscription(subscription.provider_id))
         live = provider.cancel_subscription(subscription.provider_id, provider_key(billable, "cancel-now"),
                                             prorate=prorate)
     return current.write(billable, live)

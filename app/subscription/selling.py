@@ -75,11 +75,12 @@ def checkout(body):
     """
     recovery.require_verified_email(g.current_user)
     billable = current_billable()
-    promotion = promotions.resolve(body["promotion_code"], body["price"], billable)
+    quantity = billable.seat_count() or body["quantity"]
+    promotion = promotions.resolve(body["promotion_code"], body["price"], billable, quantity)
     service.ensure_customer(billable)
     # Committed before the session exists, as for an intent: its webhooks must find the billable.
     db.session.commit()
-    line = {"price": body["price"], "quantity": billable.seat_count() or body["quantity"]}
+    line = {"price": body["price"], "quantity": quantity}
     urls = {"success_url": body["success_url"], "cancel_url": body["cancel_url"]}
     return service.create_checkout(billable, line, urls, promotion), 201
 

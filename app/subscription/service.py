@@ -6,9 +6,9 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.auth import profile
-from app.billing import objects, plans, state
+from app.billing import objects, plans, portal, redemptions, state
 from app.billing.provider import get_provider
-from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES
+from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES, VALID_STATUSES
 from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription
@@ -65,6 +65,9 @@ def create_intent(billable, price, promotion_code=None):
         live = provider.retrieve_subscription(pending.provider_id)
         return pending, objects.client_secret_of(live), False
     if pending is not None:
+        # Its client secret would still pay the abandoned invoice: voided first (CONTRACT "Changes to
+        # the fourth round"), so that a retry after a failed cancel finds it void, not collectable.
+        provider.void_latest_invoice(provider.retrieve_subscription(pending.provider_id))
         state.apply_subscription(billable, provider.cancel_subscription(pending.provider_id), state.live_as_of())
     attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(billable.owns(Subscription)))
     trial_days = _trial_days(billable, provider)
@@ -77,17 +80,25 @@ def create_intent(billable, price, promotion_code=None):
                                         promotion_code=promotion_code,
                                         automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"], quantity=seats)
     subscription = state.apply_subscription(billable, live, state.live_as_of())
+    # Recorded now: a ``once`` discount is gone from the subscription after its first invoice.
+    redemptions.remember(billable, promotion_code, live["id"])
     plans.recompute_plan(billable)
     return subscription, objects.client_secret_of(live), True
 
 
 def _refuse_second_subscription(billable, provider):
-    """Take the per-billable lock, sync an incomplete subscription, and raise ``AlreadySubscribed`` (409)
-    while the billable has one that entitles, or one in dunning, paused or awaiting its trial's card."""
+    """Take the per-billable lock, re-read an incomplete subscription, and raise ``AlreadySubscribed`` (409)
+    while the billable has one that entitles, or one in dunning, paused or awaiting its trial's card.
+
+    Only the open subscription is read from Stripe, by id (a payment may have cleared since its
+    webhook): never the customer's whole history, so a request's Stripe calls stay bounded.
+    """
     billable.lock()
     db.session.expire(billable)
-    if _open_subscription(billable) is not None:
-        provider.sync(billable)
+    pending = _open_subscription(billable)
+    if pending is not None:
+        state.apply_subscription(billable, provider.retrieve_subscription(pending.provider_id), state.live_as_of())
+        plans.recompute_plan(billable)
     if plans.entitled_subscription(billable) is not None:
         raise AlreadySubscribed()
     # In dunning, paused or a trial awaiting its card, the subscription is still the billable's: a card
@@ -136,14 +147,24 @@ def _trial_days(billable, provider):
     one of a deleted account with the same address (CONTRACT "Accounts").
     """
     days = current_app.config["PROVIDER_TRIAL_DAYS"]
-    if not days or billable.subscriptions or profile.was_deleted_subscriber(billable.stripe_email):
+    if not days or billable.subscriptions or profile.was_deleted_subscriber(billable):
         return 0
-    return 0 if billable.provider_id and provider.list_subscriptions(billable.provider_id) else days
+    return 0 if billable.provider_id and provider.has_subscriptions(billable.provider_id) else days
 
 
 def portal_url(billable, return_url=None):
-    """Return the URL of a provider billing portal session for the billable (creating the customer if needed)."""
-    return get_provider().create_portal_session(ensure_customer(billable), return_url)
+    """Return the URL of a provider billing portal session for the billable (creating the customer if needed).
+
+    The session runs under the service's portal configuration (``app.billing.portal``): plan changes
+    only while the subscription entitles with nothing pending (not in dunning, no ``pending_update``,
+    no trial awaiting its card), so the portal cannot go around ``409 payment_pending`` or dunning.
+    """
+    provider = get_provider()
+    subscription = plans.entitled_subscription(billable)
+    plan_changes = subscription is not None and subscription.pending_price is None \
+        and subscription.pending_quantity is None and subscription.provider_status in VALID_STATUSES
+    configuration = portal.configuration_id(provider, plan_changes)
+    return provider.create_portal_session(ensure_customer(billable), return_url, configuration)
 
 
 def list_notifications(user, limit=20, starting_after=None):

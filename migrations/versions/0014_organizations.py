@@ -1,8 +1,8 @@
-"""organizations, organization_members, organization_invitations; subscriptions and promotion_redemptions
-belong to a user or an organisation; a notification is unique per user, event and kind
+"""organizations, organization_members, organization_invitations; a subscription belongs to a user or an
+organisation; a notification is unique per user, event and kind
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-11-25 17:30:00
 
 """
@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0013'
-down_revision = '0012'
+revision = '0014'
+down_revision = '0013'
 branch_labels = None
 depends_on = None
 
@@ -78,13 +78,6 @@ def upgrade():
         batch_op.create_index(batch_op.f('ix_subscriptions_organization_id'), ['organization_id'], unique=False)
         batch_op.create_foreign_key(batch_op.f('fk_subscriptions_organization_id_organizations'), 'organizations',
                                     ['organization_id'], ['id'], ondelete='CASCADE')
-    with op.batch_alter_table('promotion_redemptions', schema=None) as batch_op:
-        batch_op.alter_column('user_id', existing_type=USER_ID, nullable=True)
-        batch_op.add_column(sa.Column('organization_id', sa.String(length=32), nullable=True))
-        batch_op.create_unique_constraint(batch_op.f('uq_promotion_redemptions_organization_id'),
-                                          ['organization_id', 'promotion_code'])
-        batch_op.create_foreign_key(batch_op.f('fk_promotion_redemptions_organization_id_organizations'),
-                                    'organizations', ['organization_id'], ['id'], ondelete='CASCADE')
     with op.batch_alter_table('notifications', schema=None) as batch_op:
         batch_op.drop_constraint('uq_notifications_event_id', type_='unique')
         batch_op.create_unique_constraint(batch_op.f('uq_notifications_user_id'), ['user_id', 'event_id', 'kind'])
@@ -94,12 +87,6 @@ def downgrade():
     with op.batch_alter_table('notifications', schema=None) as batch_op:
         batch_op.drop_constraint(batch_op.f('uq_notifications_user_id'), type_='unique')
         batch_op.create_unique_constraint('uq_notifications_event_id', ['event_id', 'kind'])
-    with op.batch_alter_table('promotion_redemptions', schema=None) as batch_op:
-        batch_op.drop_constraint(batch_op.f('fk_promotion_redemptions_organization_id_organizations'),
-                                 type_='foreignkey')
-        batch_op.drop_constraint(batch_op.f('uq_promotion_redemptions_organization_id'), type_='unique')
-        batch_op.drop_column('organization_id')
-        batch_op.alter_column('user_id', existing_type=USER_ID, nullable=False)
     with op.batch_alter_table('subscriptions', schema=None) as batch_op:
         batch_op.drop_constraint(batch_op.f('fk_subscriptions_organization_id_organizations'), type_='foreignkey')
         batch_op.drop_index(batch_op.f('ix_subscriptions_organization_id'))
