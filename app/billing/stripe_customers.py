@@ -6,6 +6,7 @@ each module stays one resource family, as moto keeps one per service.
 import hashlib
 import logging
 import time
+import typing
 
 import stripe
 from stripe._v1_services import V1Services
@@ -31,6 +32,8 @@ from app.billing.stripe_calls import cursor_refused, one_line, provider_call
 from app.errors import NotFound
 
 log = logging.getLogger("app.billing.stripe_provider")
+# Stripe's list of tax id types, as the pinned SDK types CustomerCreateTaxIdParams["type"] (its ``| str`` dropped).
+_TAX_ID_TYPES = frozenset(typing.get_args(typing.get_args(CustomerCreateTaxIdParams.__annotations__["type"])[0]))
 
 # Stripe keeps a billing portal session usable for a few minutes; within one window of this many
 # seconds a retried or repeated request gets the same session, after it a fresh one.
@@ -82,6 +85,9 @@ class CustomerCalls:
         params: CustomerListTaxIdsParams = {"limit": 100}
         with provider_call("list tax ids"):
             return [tax_id.to_dict() for tax_id in self._v1.customers.tax_ids.list(customer_id, params=params).data]
+
+    def tax_id_types(self):
+        return _TAX_ID_TYPES
 
     def create_tax_id(self, customer_id, kind, value):
         params: CustomerCreateTaxIdParams = {"type": kind, "value": value}  # type: ignore[typeddict-item]

@@ -1,8 +1,8 @@
 """organizations, organization_members, organization_invitations; a subscription belongs to a user or an
 organisation; a notification is unique per user, event and kind
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-25 17:30:00
 
 """
@@ -11,12 +11,14 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0014'
-down_revision = '0013'
+revision = '0015'
+down_revision = '0014'
 branch_labels = None
 depends_on = None
 
 USER_ID = sa.BigInteger().with_variant(sa.Integer(), 'sqlite')
+# SQLite: a batch migration recreates the table; ids are never reused only with AUTOINCREMENT (see 0014).
+AUTOINCREMENT = {'sqlite_autoincrement': True}
 
 
 def upgrade():
@@ -72,22 +74,22 @@ def upgrade():
     with op.batch_alter_table('organization_invitations', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_organization_invitations_organization_id'), ['organization_id'],
                               unique=False)
-    with op.batch_alter_table('subscriptions', schema=None) as batch_op:
+    with op.batch_alter_table('subscriptions', schema=None, table_kwargs=AUTOINCREMENT) as batch_op:
         batch_op.alter_column('user_id', existing_type=USER_ID, nullable=True)
         batch_op.add_column(sa.Column('organization_id', sa.String(length=32), nullable=True))
         batch_op.create_index(batch_op.f('ix_subscriptions_organization_id'), ['organization_id'], unique=False)
         batch_op.create_foreign_key(batch_op.f('fk_subscriptions_organization_id_organizations'), 'organizations',
                                     ['organization_id'], ['id'], ondelete='CASCADE')
-    with op.batch_alter_table('notifications', schema=None) as batch_op:
+    with op.batch_alter_table('notifications', schema=None, table_kwargs=AUTOINCREMENT) as batch_op:
         batch_op.drop_constraint('uq_notifications_event_id', type_='unique')
         batch_op.create_unique_constraint(batch_op.f('uq_notifications_user_id'), ['user_id', 'event_id', 'kind'])
 
 
 def downgrade():
-    with op.batch_alter_table('notifications', schema=None) as batch_op:
+    with op.batch_alter_table('notifications', schema=None, table_kwargs=AUTOINCREMENT) as batch_op:
         batch_op.drop_constraint(batch_op.f('uq_notifications_user_id'), type_='unique')
         batch_op.create_unique_constraint('uq_notifications_event_id', ['event_id', 'kind'])
-    with op.batch_alter_table('subscriptions', schema=None) as batch_op:
+    with op.batch_alter_table('subscriptions', schema=None, table_kwargs=AUTOINCREMENT) as batch_op:
         batch_op.drop_constraint(batch_op.f('fk_subscriptions_organization_id_organizations'), type_='foreignkey')
         batch_op.drop_index(batch_op.f('ix_subscriptions_organization_id'))
         batch_op.drop_column('organization_id')
