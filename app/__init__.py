@@ -107,10 +107,10 @@ def register_provider(app):
 
 
 def register_blueprints(app):
-    from app import auth, health, subscription, webhook
+    from app import auth, health, organizations, subscription, webhook
     from app.observability import views as observability
 
-    for feature in (auth, subscription, webhook, health, observability):
+    for feature in (auth, subscription, organizations, webhook, health, observability):
         api.register_blueprint(feature.blp)
 
 

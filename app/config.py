@@ -186,6 +186,10 @@ DEFAULTS = {
     "PROVIDER_CATALOG_TTL": "300",
     "PROVIDER_AUTOMATIC_TAX": "",
     "CHECKOUT_ALLOWED_HOSTS": "",
+    # Organisations (CONTRACT "Additions (fifth round)"): minutes; invitations per organisation.
+    "APP_URL_ACCEPT_INVITATION": "http://localhost:3000/invitations/accept?token={token}",
+    "ORGANIZATION_INVITATION_TTL": "10080",
+    "ORGANIZATION_INVITATION_RATE_LIMIT": "50 per day",
     # Money safety at the edges (CONTRACT "Changes to the fourth round"): see ``_selling``.
     "PROVIDER_PORTAL_CONFIGURATION": "",
     "PROVIDER_PORTAL_PLAN_CHANGES": "",
@@ -196,7 +200,8 @@ LIVEMODES = ("live", "test", "any")
 # change that costs money is always invoiced at once, so always_invoice is no choice here.
 PRORATIONS = ("create_prorations", "none")
 # Limits a limits-library string configures; one that does not parse is refused at start-up.
-RATE_LIMITS = ("AUTH_LOGIN_RATE_LIMIT", "AUTH_REGISTER_RATE_LIMIT", "PROVIDER_CALLS_RATE_LIMIT")
+RATE_LIMITS = ("AUTH_LOGIN_RATE_LIMIT", "AUTH_REGISTER_RATE_LIMIT", "PROVIDER_CALLS_RATE_LIMIT",
+               "ORGANIZATION_INVITATION_RATE_LIMIT")
 # API key prefixes of Stripe's live mode (secret and restricted keys).
 LIVE_KEY_PREFIXES = ("sk_live_", "rk_live_")
 # Stripe refuses a longer trial_period_days.
@@ -233,6 +238,7 @@ def validate(config):
         "PROVIDER_TRIAL_DAYS",
         "AUTH_VERIFY_EMAIL_TTL",
         "AUTH_PASSWORD_RESET_TTL",
+        "ORGANIZATION_INVITATION_TTL",
     ):
         value = _int_or_none(name, config[name])
         if value is None:
@@ -263,13 +269,13 @@ def _accounts(config):
     """Check the settings of the account emails (CONTRACT "Accounts: verification, recovery, profile, deletion")."""
     config["SECRET_KEY"] = str(config.get("SECRET_KEY") or "").strip()
     config["AUTH_REQUIRE_VERIFIED_EMAIL"] = _flag(config["AUTH_REQUIRE_VERIFIED_EMAIL"])
-    for name in ("APP_URL_VERIFY_EMAIL", "APP_URL_RESET_PASSWORD"):
+    for name in ("APP_URL_VERIFY_EMAIL", "APP_URL_RESET_PASSWORD", "APP_URL_ACCEPT_INVITATION"):
         url = str(config[name] or "").strip()
         # The link in the email is this URL with {token} replaced: without it the email carries no token.
         if "{token}" not in url:
             raise ConfigError(f"{name} must contain {{token}}, where the emailed link carries its token, got {url!r}")
         config[name] = url
-    for name in ("AUTH_VERIFY_EMAIL_TTL", "AUTH_PASSWORD_RESET_TTL"):
+    for name in ("AUTH_VERIFY_EMAIL_TTL", "AUTH_PASSWORD_RESET_TTL", "ORGANIZATION_INVITATION_TTL"):
         if config[name] < 1:
             raise ConfigError(f"{name} must be at least 1 (minutes)")
     try:

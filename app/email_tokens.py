@@ -17,6 +17,8 @@ from itsdangerous import BadData, URLSafeTimedSerializer
 from app.errors import InvalidEmailToken, ServiceUnavailable
 
 VERIFY, CHANGE, RESET = "email-verify", "email-change", "password-reset"
+# An organisation's invitation (``app.organizations.invitations``): {"i": invitation id, "e": address}.
+INVITATION = "organization-invitation"
 # The longest token a link can carry here is well under this; a longer one is not ours.
 MAX_LENGTH = 1024
 
@@ -87,14 +89,32 @@ def read_reset_token(token):
         raise InvalidEmailToken() from None
 
 
+def read_invitation_token(token):
+    """Return the payload ``{"i", "e"}`` of an invitation token younger than ``ORGANIZATION_INVITATION_TTL``
+    minutes; raise ``InvalidEmailToken`` (400) otherwise. Whether its invitation is still pending is the
+    caller's check."""
+    try:
+        payload = _serializer(INVITATION).loads(token, max_age=current_app.config["ORGANIZATION_INVITATION_TTL"] * 60)
+    except BadData:
+        raise InvalidEmailToken() from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("i"), str) or not isinstance(payload.get("e"), str):
+        raise InvalidEmailToken()
+    return payload
+
+
 def link(notification, user):
     """Return the link the account email ``notification`` carries, with a token minted now.
 
     ``email_verification`` and ``email_change`` (``data["email"]``: the new address) link to
-    ``APP_URL_VERIFY_EMAIL``, ``password_reset`` to ``APP_URL_RESET_PASSWORD``, ``{token}`` replaced.
+    ``APP_URL_VERIFY_EMAIL``, ``password_reset`` to ``APP_URL_RESET_PASSWORD``, ``invitation``
+    (``data["invitation"]`` to ``data["email"]``) to ``APP_URL_ACCEPT_INVITATION``, ``{token}`` replaced.
     """
     config = current_app.config
     kind = notification.kind
+    if kind == "invitation":
+        data = notification.data
+        return config["APP_URL_ACCEPT_INVITATION"].replace(
+            "{token}", _serializer(INVITATION).dumps({"i": data["invitation"], "e": data["email"]}))
     if kind == "password_reset":
         return config["APP_URL_RESET_PASSWORD"].replace("{token}", mint_reset(user))
     token = mint_email_change(user, notification.data["email"], notification.event_id) if kind == "email_change" \

@@ -186,8 +186,8 @@ def idempotent(view):
     return wrapper
 
 
-def provider_key(user, action):
-    """Return the Stripe idempotency key of ``action`` (e.g. ``"swap"``) in this request.
+def provider_key(billable, action):
+    """Return the Stripe idempotency key of ``action`` (e.g. ``"swap"``) on ``billable``'s customer in this request.
 
     Derived from the request's ``Idempotency-Key`` and its digest when it has one (so a retry
     replays Stripe's answer), else random (the SDK's own retries of this one call are still safe).
@@ -199,4 +199,4 @@ def provider_key(user, action):
         return f"{action}-{uuid.uuid4().hex}"
     key, digest = keyed
     derived = hashlib.sha256(f"{key} {digest}".encode()).hexdigest()[:40]
-    return f"{action}-{user.idempotency_token}-{derived}"
+    return f"{action}-{billable.idempotency_token}-{derived}"

@@ -3,10 +3,15 @@
 ``auth`` (``/auth/me``, register) and ``subscription`` both import from here, so neither reaches into
 the other's package for the shape of a resource. Plans come from ``app.billing.plans``.
 """
+from flask import current_app
 from marshmallow import Schema, fields
+from sqlalchemy import bindparam, select
 
 from app.billing import plans
+from app.billing.statuses import LIVE_STATUSES
+from app.db_session import autocommit_engine
 from app.fields import Timestamp
+from app.models.organization import Membership, Organization
 from app.timeutil import from_timestamp, utcnow
 
 
@@ -81,6 +86,13 @@ class CardSchema(Schema):
     last4 = fields.String(required=True)
 
 
+class UserOrganizationSchema(Schema):
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    role = fields.String(required=True, metadata={"description": "owner, admin or member"})
+    plan = fields.String(required=True, metadata={"description": "The organisation's entitled plan"})
+
+
 class UserSchema(Schema):
     id = fields.Integer(required=True)
     email = fields.String(required=True)
@@ -90,6 +102,8 @@ class UserSchema(Schema):
     plan = fields.String(required=True, metadata={"description": "Entitled plan at the time of the request"})
     card = fields.Nested(CardSchema, allow_none=True, required=True)
     subscription = fields.Nested(SubscriptionSchema, allow_none=True, required=True)
+    organizations = fields.List(fields.Nested(UserOrganizationSchema), required=True,
+                                metadata={"description": "The user's organisations; plan stays the user's own"})
 
 
 def present_subscription(subscription, now=None):
@@ -157,18 +171,36 @@ def present_user(user):
     ``plan`` is the plan entitled at this moment (UTC now), not the stored ``users.plan``.
     """
     now = utcnow()
-    card = None
-    if user.pm_type and user.pm_last_four:
-        card = {"brand": user.pm_type, "last4": user.pm_last_four}
     return {
         "id": user.id,
         "email": user.email,
         "email_verified_at": user.email_verified_at,
         "name": user.name,
         "plan": plans.entitled_plan(user, now),
-        "card": card,
+        "card": present_card(user),
         "subscription": present_subscription(plans.current_subscription(user, now), now),
+        "organizations": organizations_of(user),
     }
+
+
+# The user's organisations with their role and stored plan, oldest membership first: one Core SELECT on
+# the reads engine, as the bearer lookup reads (no session, no transaction on a GET).
+_ORGANIZATIONS_OF = (
+    select(Organization.__table__.c.id, Organization.__table__.c.name, Membership.__table__.c.role,
+           Organization.__table__.c.plan)
+    .join(Membership.__table__, Membership.__table__.c.organization_id == Organization.__table__.c.id)
+    .where(Membership.__table__.c.user_id == bindparam("user_id"))
+    .order_by(Membership.__table__.c.joined_at, Organization.__table__.c.id)
+)
+
+
+def organizations_of(user):
+    """``[{"id", "name", "role", "plan"}]`` of the user's organisations; ``plan`` is the organisation's
+    stored plan (``plans.recompute_plan`` on every webhook), ``FREE_PLAN`` without one."""
+    free = current_app.config["FREE_PLAN"]
+    with autocommit_engine().connect() as connection:
+        rows = connection.execute(_ORGANIZATIONS_OF, {"user_id": user.id}).all()
+    return [{"id": row.id, "name": row.name, "role": row.role, "plan": row.plan or free} for row in rows]
 
 
 def present_subscription_state(user):
@@ -176,3 +208,38 @@ def present_subscription_state(user):
     now = utcnow()
     return {"plan": plans.entitled_plan(user, now),
             "subscription": present_subscription(plans.current_subscription(user, now), now)}
+
+
+def present_card(billable):
+    """``{"brand", "last4"}`` of the billable's stored card, or ``None``."""
+    if billable.pm_type and billable.pm_last_four:
+        return {"brand": billable.pm_type, "last4": billable.pm_last_four}
+    return None
+
+
+def present_organization(membership, seats):
+    """Return the CONTRACT "Organization" resource for the caller's ``membership`` (its ``organization``
+    loaded); ``seats`` is ``{"members", "invitations"}`` as counted, ``paid`` is added from the live subscription."""
+    organization, now = membership.organization, utcnow()
+    live = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
+    return {
+        "id": organization.id, "name": organization.name, "role": membership.role,
+        "billing_email": organization.billing_email, "plan": plans.entitled_plan(organization, now),
+        "subscription": present_subscription(plans.current_subscription(organization, now), now),
+        "seats": {**seats, "paid": live.quantity if live is not None else None},
+        "card": present_card(organization), "created_at": organization.created_at,
+    }
+
+
+def present_member(membership):
+    """Return the CONTRACT "Member" resource."""
+    user = membership.user
+    return {"user": {"id": user.id, "email": user.email, "name": user.name}, "role": membership.role,
+            "joined_at": membership.joined_at}
+
+
+def present_invitation(invitation):
+    """Return the CONTRACT "Invitation" resource (never its token: none is stored)."""
+    return {"id": invitation.id, "email": invitation.email, "role": invitation.role,
+            "invited_by": invitation.invited_by, "created_at": invitation.created_at,
+            "expires_at": invitation.expires_at}

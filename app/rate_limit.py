@@ -71,16 +71,19 @@ class RateLimiter:
 
             @wraps(view)
             def limited(*args, **kwargs):
-                item, key = parse(limit_value()), key_func()
-                retry_after = _check(current_app.extensions["rate_limiter"], item, counted, key,
-                                     cost() if cost else 1)
-                if retry_after is not None:
-                    raise RateLimited.retry_after(retry_after)
+                self.hit(limit_value(), counted, key_func(), cost() if cost else 1)
                 return view(*args, **kwargs)
 
             return limited
 
         return decorator
+
+    def hit(self, limit_value, scope, key, cost=1):
+        """Count a call of ``cost`` of ``scope`` for ``key`` now, under ``limit_value`` (a limits string): also
+        for a limit counted only once the caller passed its checks. Raises as ``limit``'s views do."""
+        retry_after = _check(current_app.extensions["rate_limiter"], parse(limit_value), scope, key, cost)
+        if retry_after is not None:
+            raise RateLimited.retry_after(retry_after)
 
 
 def storage_for(config):

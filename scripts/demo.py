@@ -20,6 +20,7 @@ import requests
 import stripe
 
 from app.timeutil import isoformat_z
+from scripts.demo_team import team_story
 from scripts.dev import API_KEY, DEV_ENV, Stack, answers
 
 DAY = 86400
@@ -294,6 +295,7 @@ class Demo:
         self.call("GET", "/auth/me", 401)
         self.show_mail(email, notified)
         self.show_mail(*self.selling())
+        team_story(self)
         print("\nDemo complete.")
 
     def show_mail(self, email, count):

@@ -27,7 +27,7 @@ def stored_tokens(app):
 def test_register_returns_the_user_without_a_token_or_password(client):
     body = register(client, email=" Ada@Example.COM\t")
     assert body == {"id": body["id"], "email": "ada@example.com", "email_verified_at": None, "name": "Ada",
-                    "plan": "free", "card": None, "subscription": None}
+                    "plan": "free", "card": None, "subscription": None, "organizations": []}
 
 
 def test_register_refuses_an_email_taken_in_another_case(client, user):
@@ -127,7 +127,8 @@ def test_a_price_missing_from_provider_plans_is_warned_about_once_per_request(ap
 
 
 def test_an_authenticated_read_is_one_statement_with_the_plan_from_every_subscription(app, client, user, auth_headers):
-    """The bearer path reads token, user and subscriptions in one statement (issue 13), on any number of them."""
+    """The bearer path reads token, user and subscriptions in one statement (issue 13), on any number of them;
+    ``/auth/me`` reads the user's organisations in one more."""
     add_subscription(app, user["id"], "sub_old", "canceled", datetime(2025, 1, 1, tzinfo=UTC))
     add_subscription(app, user["id"], "sub_new", "active", datetime(2026, 1, 1, tzinfo=UTC))
     assert client.get("/auth/me", headers=auth_headers).status_code == 200  # writes last_used_at once
@@ -142,7 +143,8 @@ def test_an_authenticated_read_is_one_statement_with_the_plan_from_every_subscri
     finally:
         for engine in engines:
             event.remove(engine, "before_cursor_execute", record)
-    assert len(statements) == 1 and "personal_access_tokens" in statements[0]
+    assert len(statements) == 2 and "personal_access_tokens" in statements[0]
+    assert "organization_members" in statements[1]
     assert me["plan"] == "pro" and me["subscription"]["id"] == "sub_new"
 
 
@@ -172,8 +174,9 @@ def test_reads_run_in_autocommit_on_their_own_engine_and_writes_in_a_transaction
     finally:
         for engine in {default, reads}:
             event.remove(engine, "before_cursor_execute", record)
-    # The bearer lookup of either request reads on the reads engine; the POST's view then writes.
-    assert [(on_reads, verb) for on_reads, verb, _ in reading] == [(True, "SELECT")]
+    # The bearer lookup of either request reads on the reads engine (/auth/me its organisations too);
+    # the POST's view then writes.
+    assert [(on_reads, verb) for on_reads, verb, _ in reading] == [(True, "SELECT"), (True, "SELECT")]
     assert writing[0][:2] == (True, "SELECT") and len(writing) > 1
     if server:
         assert reading[0][2] is True and writing[0][2] is True

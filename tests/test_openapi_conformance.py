@@ -22,14 +22,20 @@ ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
 # (422); a verification or reset token must be one the service signed (400 invalid_token); OpenAPI
 # 3.0 cannot forbid unknown query parameters, which the paged lists ignore; the hosts a Checkout may
 # return to are configuration (CHECKOUT_ALLOWED_HOSTS), others are 422; and Stripe checks a tax id's
-# type and the format of its value (422 invalid_tax_id).
+# type and the format of its value (422 invalid_tax_id). An organisation's billing endpoints are the
+# user's again, with the same exceptions; an organisations cursor must name one of the caller's (422),
+# and an invitation token must be one the service signed (400 invalid_token).
 KEYED = {"/subscription/portal", "/subscription/swap", "/subscription/cancel", "/subscription/resume",
          "/subscription/quantity", "/subscription/payment-method", "/subscription/checkout"}
+ACCEPTED_WHEN_VALID = {"/subscription/intent", "/subscription/swap/preview", "/subscription/invoices",
+                       "/subscription/tax-ids"} | KEYED
+ORGANIZATION = "/organizations/{organization_id}"
 NOT_EXPRESSIBLE = {
-    "positive_data_acceptance": {"/provider/webhook", "/auth/register", "/auth/login", "/subscription/intent",
-                                 "/subscription/swap/preview", "/subscription/invoices", "/auth/email/verify",
-                                 "/auth/password/reset", "/subscription/tax-ids"} | KEYED,
-    "negative_data_rejection": {"/notifications", "/auth/tokens", "/subscription/invoices"},
+    "positive_data_acceptance": {"/provider/webhook", "/auth/register", "/auth/login", "/auth/email/verify",
+                                 "/auth/password/reset", "/organizations", "/organizations/invitations/accept"}
+                                | ACCEPTED_WHEN_VALID | {ORGANIZATION + path for path in ACCEPTED_WHEN_VALID},
+    "negative_data_rejection": {"/notifications", "/auth/tokens", "/subscription/invoices", "/organizations",
+                                ORGANIZATION + "/members", ORGANIZATION + "/subscription/invoices"},
 }
 
 # A few examples per operation, the same ones every run; more in the deep run.

@@ -27,7 +27,7 @@ def test_a_refused_request_is_provider_rejected_naming_only_the_providers_code(p
 
 def test_a_missing_payment_method_is_none_and_a_refused_price_is_unknown_price(provider):
     assert provider.retrieve_payment_method("pm_forgotten") is None
-    customer = provider.create_customer("ada@example.com", "Ada", 1, "customer-1")
+    customer = provider.create_customer("ada@example.com", "Ada", {"user_id": "1"}, "customer-1")
     with pytest.raises(UnknownPrice):
         provider.create_subscription(customer, "price_forgotten", "subscription-1-0-price_forgotten")
 

@@ -20,6 +20,7 @@ from app.auth.schemas import (
 )
 from app.auth.views import blp
 from app.extensions import db, limiter
+from app.organizations import service as organizations
 from app.presentation import UserSchema
 
 SENT = {"sent": True}
@@ -177,7 +178,9 @@ def delete_account(body):
     Every live subscription is cancelled at Stripe now and the customer deleted; then the user's
     tokens, notifications, deliveries, idempotency keys, subscription rows and the user go. 403
     ``invalid_credentials`` for a wrong ``password``; 503 ``provider_unavailable`` when Stripe
-    fails, and nothing is deleted.
+    fails, and nothing is deleted. 409 ``owns_organization`` while the caller owns an organisation with
+    other members; one they are the only member of is deleted first, the others are left (a seat
+    fewer each), Stripe first.
     """
-    profile.delete_account(current_user_for_update(), body["password"])
+    profile.delete_account(current_user_for_update(), body["password"], organizations.release_account)
     db.session.commit()

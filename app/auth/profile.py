@@ -17,9 +17,10 @@ from app.models.user import lock_user
 from app.notifications import notify_account
 
 
-def was_deleted_subscriber(user):
-    """Return whether a deleted account that ever subscribed had any address ``user`` has had (no second trial)."""
-    return db.session.scalar(select(exists().where(DeletedSubscriber.email_sha256.in_(address_hashes(user)))))
+def was_deleted_subscriber(billable):
+    """Return whether a deleted account that ever subscribed had any address ``billable`` has had (no second
+    trial): its ``redeemer_keys``, every address for a user (an organisation's id is never reused)."""
+    return db.session.scalar(select(exists().where(DeletedSubscriber.email_sha256.in_(billable.redeemer_keys()))))
 
 
 def update_profile(user, name):
@@ -44,22 +45,26 @@ def request_email_change(user, email, password):
     notify_account(user, "email_change_requested", {"new_email": email})
 
 
-def delete_account(user, password):
+def delete_account(user, password, release):
     """Delete ``user`` and everything of theirs, Stripe first; raise ``WrongPassword`` (403).
+
+    ``release(user)`` runs once the password is checked, before anything is deleted: the
+    organisations' rules (``organizations.service.release_account``, which may refuse with 409).
 
     At Stripe every subscription not yet ended is cancelled now (no proration, no invoice) and the
     customer deleted; ``ProviderUnavailable`` (503) there deletes nothing here (a retry finds what
     was done: a cancelled subscription is skipped, a deleted customer counts as deleted). Then one
     DELETE of the user: the foreign keys cascade to tokens, rotated tokens, notifications and
     their deliveries, idempotency keys, subscriptions and their items. If the account ever
-    subscribed (a subscription here or at Stripe), the SHA-256 of every address it had is kept so that the
-    address registered again gets no free trial.
+    subscribed (a subscription here or at Stripe), the SHA-256 of every address it had is kept so
+    that the address registered again gets no free trial.
     """
     check_password(user, password)
+    release(user)
     lock_user(user)
     ever_subscribed = db.session.scalar(select(exists().where(Subscription.user_id == user.id)))
     if user.provider_id:
-        ever_subscribed = _delete_customer(user) or ever_subscribed
+        ever_subscribed = delete_customer(user) or ever_subscribed
     if ever_subscribed:
         # Every address the account had: the one it left by an email change gets no second trial either.
         known = set(db.session.scalars(select(DeletedSubscriber.email_sha256).where(
@@ -70,17 +75,21 @@ def delete_account(user, password):
     db.session.execute(delete(User).where(User.id == user.id).execution_options(synchronize_session=False))
 
 
-def _delete_customer(user):
-    """Cancel the customer's unended subscriptions and delete it at Stripe; return whether it had any subscription."""
+def delete_customer(billable):
+    """Cancel the customer's unended subscriptions and delete it at Stripe; return whether it had any subscription.
+
+    For a user's account and an organisation alike (``billable``: ``models.billable``).
+    """
     provider = get_provider()
-    if provider.retrieve_customer(user.provider_id).get("deleted"):
+    if provider.retrieve_customer(billable.provider_id).get("deleted"):
         return False  # a retry: the deletion got this far before the local one failed
-    unended = provider.list_unended_subscriptions(user.provider_id)
+    unended = provider.list_unended_subscriptions(billable.provider_id)
     for subscription in unended:
         if subscription["status"] not in TERMINAL_STATUSES:
             # Voided first: a deleted customer's open invoice would still take a payment.
             provider.void_latest_invoice(subscription)
-            provider.cancel_subscription(subscription["id"], f"delete-{user.idempotency_token}-{subscription['id']}")
-    ever_subscribed = bool(unended) or provider.has_subscriptions(user.provider_id)
-    provider.delete_customer(user.provider_id)
+            provider.cancel_subscription(subscription["id"],
+                                         f"delete-{billable.idempotency_token}-{subscription['id']}")
+    ever_subscribed = bool(unended) or provider.has_subscriptions(billable.provider_id)
+    provider.delete_customer(billable.provider_id)
     return ever_subscribed

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from app import email_tokens
 from app.auth import management, passwords
 from app.auth.service import normalise_email
-from app.billing import promotions
+from app.billing import redemptions
 from app.billing.provider import get_provider
 from app.errors import AlreadyVerified, EmailTaken, EmailUnverified, InvalidEmailToken, WrongPassword
 from app.extensions import db
@@ -87,7 +87,7 @@ def _move_email(user, new_email):
     try:
         db.session.flush()
         remember_address(user)
-        promotions.carry_redemptions(user)
+        redemptions.carry_redemptions(user)
     except IntegrityError:
         # Registered by someone else between the check and here: the failed UPDATE has aborted
         # the transaction on PostgreSQL, so rolling back is the only way on.

@@ -1,7 +1,7 @@
 """A card saved with a SetupIntent becomes what pays (CONTRACT "Additions (third round)").
 
 On ``setup_intent.succeeded`` (``CommitPaymentMethod``) the method becomes the customer's default
-and the default of each of the user's subscriptions that bills, or would once resumed, so that
+and the default of each of the billable's subscriptions that bills, or would once resumed, so that
 the next renewal charges it. A subscription in dunning has its open invoice paid with it at once
 (``Invoice.pay``: Stripe's next retry may be days away), and one paused at the end of a trial
 without a card is resumed (https://docs.stripe.com/billing/subscriptions/trials#resume-a-paused-subscription).
@@ -30,7 +30,7 @@ def replaced_since(customer, method, since):
 
     ``customer`` is ``retrieve_customer``'s answer (its default expanded). Saving a card makes a
     new method (or reuses one saved before), so a default made after a SetupIntent succeeded is
-    a card the user saved since.
+    a card the billable saved since.
     """
     default = (customer.get("invoice_settings") or {}).get("default_payment_method")
     if not isinstance(default, dict) or default.get("id") == method:
@@ -39,11 +39,11 @@ def replaced_since(customer, method, since):
     return isinstance(created, int) and isinstance(since, int) and created > since
 
 
-def adopt(provider, user, event):
-    """Make the method a ``setup_intent.succeeded`` event's SetupIntent saved what pays for the user.
+def adopt(provider, billable, event):
+    """Make the method a ``setup_intent.succeeded`` event's SetupIntent saved what pays for the billable.
 
     Stripe does not deliver in order: when the customer's default card was made after the event
-    (the user saved another card since, and its event came first), nothing changes but the
+    (the billable saved another card since, and its event came first), nothing changes but the
     mirrored card, and the newer card stays. Returns ``[(subscription row, outcome)]`` for the trials
     this card met: ``TRIAL_RUNS`` (its card now; ``trial_started`` is due) or ``TRIAL_ENDED`` (the
     one-trial-per-card rule ended it at once, charged: ``subscribed`` is due, never ``trial_started``).
@@ -53,23 +53,23 @@ def adopt(provider, user, event):
     method = objects.ref_id(setup_intent.get("payment_method"))
     if setup_intent.get("status") != "succeeded" or method is None:
         return []
-    customer = provider.retrieve_customer(user.provider_id)
+    customer = provider.retrieve_customer(billable.provider_id)
     if replaced_since(customer, method, event.get("created")):
         log.info("setup intent %s is older than the default card of customer %s; not promoted",
-                 setup_intent.get("id"), user.provider_id)
-        payment_methods.refresh_from_customer(provider, user, customer)
+                 setup_intent.get("id"), billable.provider_id)
+        payment_methods.refresh_from_customer(provider, billable, customer)
         return []
-    payment_methods.promote(provider, user, method, customer)
+    payment_methods.promote(provider, billable, method, customer)
     trials_met = []
-    for subscription in [s for s in user.subscriptions if s.provider_status in BILLING_STATUSES]:
-        outcome = _pay_with(provider, user, subscription, method, f"{subscription.provider_id}-{event['id']}")
+    for subscription in [s for s in billable.subscriptions if s.provider_status in BILLING_STATUSES]:
+        outcome = _pay_with(provider, billable, subscription, method, f"{subscription.provider_id}-{event['id']}")
         if outcome is not None:
             trials_met.append((subscription, outcome))
-    plans.recompute_plan(user)
+    plans.recompute_plan(billable)
     return trials_met
 
 
-def _pay_with(provider, user, subscription, method, key):
+def _pay_with(provider, billable, subscription, method, key):
     """Make ``method`` the subscription's default; pay its open invoice in dunning; resume it when paused.
 
     A trial whose card already saved another trial here ends now instead, charged to that card
@@ -92,7 +92,7 @@ def _pay_with(provider, user, subscription, method, key):
         # repeat it on every retry for days.
         log.warning("card %s not applied to subscription %s: %s", method, subscription.provider_id, exc)
         return None
-    state.apply_subscription(user, live, state.live_as_of())
+    state.apply_subscription(billable, live, state.live_as_of())
     if not trialing:
         return None
     return TRIAL_RUNS if live.get("status") == "trialing" else TRIAL_ENDED

@@ -7,13 +7,9 @@ code Stripe would refuse is ``422 invalid_promotion_code`` before the service ch
 """
 import time
 
-from sqlalchemy import select
-
+from app.billing import redemptions
 from app.billing.provider import get_provider
 from app.errors import AppError
-from app.extensions import db
-from app.models import PromotionRedemption
-from app.models.account import address_hashes
 
 
 class InvalidPromotionCode(AppError):
@@ -57,46 +53,11 @@ def _refusal(promo, coupon, customer_id, order, now):
     return None
 
 
-def remember(user, promotion_code_id, provider_subscription):
-    """Record that a subscription of ``user`` took the promotion code (an id), under every address the
-    account has had; ``resolve`` refuses it after, also once the account is deleted and an address
-    registered again (CONTRACT "Changes to the fourth round")."""
-    if promotion_code_id:
-        _record(address_hashes(user), promotion_code_id, provider_subscription)
-
-
-def _record(redeemers, promotion_code_id, provider_subscription):
-    known = set(db.session.scalars(select(PromotionRedemption.redeemer).where(
-        PromotionRedemption.redeemer.in_(redeemers), PromotionRedemption.promotion_code == promotion_code_id)))
-    db.session.add_all(PromotionRedemption(redeemer=redeemer, promotion_code=promotion_code_id,
-                                           provider_subscription=provider_subscription)
-                       for redeemer in dict.fromkeys(redeemers) if redeemer not in known)
-
-
-def carry_redemptions(user):
-    """Record the codes any earlier address of ``user`` redeemed under its current one too (an email change)."""
-    hashes = address_hashes(user)
-    for code, subscription in db.session.execute(select(
-            PromotionRedemption.promotion_code, PromotionRedemption.provider_subscription).where(
-            PromotionRedemption.redeemer.in_(hashes[1:])).distinct()).all():
-        _record(hashes[:1], code, subscription)
-
-
-def _redeemed(user, promotion_code_id):
-    """Whether any address ``user`` has had took the code; a first subscription still unpaid
-    (``incomplete``, asked again with the same code) has redeemed nothing yet."""
-    taken = db.session.scalars(select(PromotionRedemption.provider_subscription).where(
-        PromotionRedemption.redeemer.in_(address_hashes(user)),
-        PromotionRedemption.promotion_code == promotion_code_id)).all()
-    unpaid = {s.provider_id for s in user.subscriptions if s.provider_status == "incomplete"}
-    return any(subscription not in unpaid for subscription in taken)
-
-
-def resolve(code, price_id, user, quantity=1):
+def resolve(code, price_id, billable, quantity=1):
     """Return the id of the active promotion code ``code`` (as typed) for ``price_id`` x ``quantity``, or
     ``None`` without one.
 
-    A code one of ``user``'s subscriptions already carried is refused too (``PromotionRedemption``):
+    A code one of ``billable``'s subscriptions already carried is refused too (``PromotionRedemption``):
     Stripe lets a customer redeem a code again unless the merchant capped it, and a ``once`` code
     sent with every upgrade would discount every period. The code's ``restrictions`` are checked
     here, before any change (https://docs.stripe.com/api/promotion_codes/object#promotion_code_object-restrictions):
@@ -104,7 +65,7 @@ def resolve(code, price_id, user, quantity=1):
     customer's paid invoices (one page of one). Raises ``InvalidPromotionCode`` (422),
     ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503). Only reads at Stripe, at most 3 calls.
     """
-    customer_id = user.provider_id
+    customer_id = billable.provider_id
     if code is None:
         return None
     provider = get_provider()
@@ -116,7 +77,7 @@ def resolve(code, price_id, user, quantity=1):
         raise InvalidPromotionCode.for_code(code, "it grants no coupon")
     order = {"price": provider.retrieve_price(price_id), "quantity": quantity}
     reason = _refusal(promo, coupon, customer_id, order, int(time.time()))
-    if reason is None and _redeemed(user, promo["id"]):
+    if reason is None and redemptions.redeemed(billable, promo["id"]):
         reason = "you have used it already"
     if reason is None and (promo.get("restrictions") or {}).get("first_time_transaction") and customer_id \
             and provider.has_paid_invoice(customer_id):

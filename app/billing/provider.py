@@ -67,8 +67,8 @@ class SubscriptionProvider(ABC):
         """
 
     @abstractmethod
-    def create_customer(self, email, name, user_id, idempotency_key):
-        """Create a customer and return its id."""
+    def create_customer(self, email, name, metadata, idempotency_key):
+        """Create a customer (``metadata``: Stripe's string-to-string map) and return its id."""
 
     @abstractmethod
     def retrieve_customer(self, customer_id):
@@ -88,10 +88,10 @@ class SubscriptionProvider(ABC):
 
     @abstractmethod
     def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
-                            automatic_tax=False):
+                            automatic_tax=False, quantity=None):
         """Create a subscription awaiting payment; ``latest_invoice.confirmation_secret`` and
         ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``;
-        taxed by Stripe Tax with ``automatic_tax``.
+        taxed by Stripe Tax with ``automatic_tax``; ``quantity`` seats (``None``: Stripe's default, 1).
 
         Uses ``payment_behavior=default_incomplete`` and
         ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT). With
@@ -283,14 +283,12 @@ class SubscriptionProvider(ABC):
         if isinstance(invoice, dict) and invoice.get("status") == "open":
             self.void_invoice(invoice["id"])
 
-    def sync(self, user):
-        """Pull the user's live subscriptions and write them locally as the webhooks would.
+    @abstractmethod
+    def sync(self, billable):
+        """Pull the billable's live subscriptions and write them locally as the webhooks would.
 
-        Returns a ``billing.sync.SyncResult``; the caller commits. See ``billing.sync.sync_user``.
+        Returns a ``billing.sync.SyncResult``; the caller commits. See ``billing.sync.sync_billable``.
         """
-        from app.billing.sync import sync_user
-
-        return sync_user(self, user)
 
 
 def get_provider():

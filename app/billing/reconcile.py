@@ -9,8 +9,8 @@ from datetime import timedelta
 
 from sqlalchemy import and_, func, or_, select
 
-from app.billing.provider import SubscriptionProvider
 from app.billing.statuses import DUNNING_STATUSES, TERMINAL_STATUSES, VALID_STATUSES
+from app.billing.sync import sync_billable
 from app.extensions import db
 from app.models import Subscription, User
 from app.timeutil import utcnow
@@ -39,14 +39,15 @@ class DryRunProvider:
     """The provider for a dry run: every read passes through; the one write a sync can make
     (promoting the paying card to the customer's default) is skipped."""
 
-    # The contract's one sync, run on this wrapper so that its provider calls come here.
-    sync = SubscriptionProvider.sync
-
     def __init__(self, provider):
         self._provider = provider
 
     def __getattr__(self, name):
         return getattr(self._provider, name)
+
+    def sync(self, billable):
+        """The contract's one sync, run on this wrapper so that its provider calls come here."""
+        return sync_billable(self, billable)
 
     def set_default_payment_method(self, customer_id, payment_method_id):
         """Skip the write; the local mirror of the card is computed as if it had happened."""

@@ -2,54 +2,75 @@
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import joinedload
 
-from app.billing import objects, promotions, writer
+from app.billing import objects, redemptions, writer
 from app.extensions import db
-from app.models import Subscription, User
+from app.models import Organization, Subscription, User
 from app.timeutil import from_timestamp, utcnow
 
-_LOCK_CUSTOMER = (update(User.__table__).where(User.__table__.c.provider_id == bindparam("customer_id"))
-                  .values(updated_at=bindparam("now")).returning(User.__table__.c.id))
-
-# A user with their subscriptions and items, read afresh: everything a webhook reads, in one query.
-# Built once: rebuilding the statement and its loader options per event cost a tenth of the event.
-_USER_WITH_SUBSCRIPTIONS = (
-    select(User)
-    .where(User.id == bindparam("user_id"))
-    .options(joinedload(User.subscriptions).joinedload(Subscription.items))
-    .execution_options(populate_existing=True)
-)
+# The billable models, in the order a customer id is looked up: a user's customer (the common case)
+# costs one statement, an organisation's two. Customer ids are Stripe's, unique across both tables.
+BILLABLES = (User, Organization)
 
 
-def user_for_customer(customer_id):
-    """Return the user whose ``provider_id`` is ``customer_id``, or ``None`` for an unknown customer."""
+def _locking(model):
+    table = model.__table__
+    return (update(table).where(table.c.provider_id == bindparam("customer_id"))
+            .values(updated_at=bindparam("now")).returning(table.c.id))
+
+
+def _loading(model):
+    # A billable with its subscriptions and items, read afresh: everything a webhook reads, in one query.
+    # Built once: rebuilding the statement and its loader options per event cost a tenth of the event.
+    return (select(model).where(model.id == bindparam("billable_id"))
+            .options(joinedload(model.subscriptions).joinedload(Subscription.items))
+            .execution_options(populate_existing=True))
+
+
+_LOCKS = tuple((_locking(model), _loading(model)) for model in BILLABLES)
+
+
+def billable_for_customer(customer_id):
+    """Return the billable (a user or an organisation) whose ``provider_id`` is ``customer_id``, or ``None``."""
     if not customer_id:
         return None
-    return db.session.scalars(select(User).where(User.provider_id == customer_id)).first()
+    for model in BILLABLES:
+        found = db.session.scalars(select(model).where(model.provider_id == customer_id)).first()
+        if found is not None:
+            return found
+    return None
 
 
 def lock_customer(customer_id):
-    """Lock the user of ``customer_id`` as ``models.user.lock_user`` does; return it, or ``None`` if unknown.
+    """Lock the billable of ``customer_id`` as ``Billable.lock`` does; return it, or ``None`` if unknown.
 
-    The user comes with its subscriptions and their items, so a webhook reads everything it
-    needs in two round trips (the locking UPDATE ... RETURNING, then one joined SELECT).
+    The billable comes with its subscriptions and their items, so a webhook for a user's customer
+    reads everything it needs in two round trips (the locking UPDATE ... RETURNING, then one joined
+    SELECT); an organisation's takes one UPDATE more.
     """
     if not customer_id:
         return None
     # Core, on the session's connection: no ORM object is involved until the load below.
-    user_id = db.session.connection().scalar(_LOCK_CUSTOMER, {"customer_id": customer_id, "now": utcnow()})
-    if user_id is None:
-        return None
-    return db.session.execute(_USER_WITH_SUBSCRIPTIONS, {"user_id": user_id}).unique().scalar_one()
+    connection = db.session.connection()
+    for locking, loading in _LOCKS:
+        billable_id = connection.scalar(locking, {"customer_id": customer_id, "now": utcnow()})
+        if billable_id is not None:
+            return db.session.execute(loading, {"billable_id": billable_id}).unique().scalar_one()
+    return None
 
 
-def subscription_of(user, provider_id):
-    """Return the user's subscription row for the provider id, or ``None``."""
-    return next((s for s in user.subscriptions if s.provider_id == provider_id), None)
+def subscription_of(billable, provider_id):
+    """Return the billable's subscription row for the provider id, or ``None``."""
+    return next((s for s in billable.subscriptions if s.provider_id == provider_id), None)
 
 
 def owner_of_subscription(provider_id):
-    """Return the id of the user whose row holds the provider subscription ``provider_id``, or ``None``."""
-    return db.session.scalar(select(Subscription.user_id).where(Subscription.provider_id == provider_id))
+    """Return the ``billable_key`` of the billable whose row holds the provider subscription ``provider_id``,
+    or ``None`` when no row does."""
+    row = db.session.execute(select(Subscription.user_id, Subscription.organization_id)
+                             .where(Subscription.provider_id == provider_id)).first()
+    if row is None:
+        return None
+    return f"user:{row.user_id}" if row.user_id is not None else f"organization:{row.organization_id}"
 
 
 def live_as_of():
@@ -66,15 +87,15 @@ def is_stale(subscription, as_of):
     return subscription is not None and as_of < subscription.provider_updated_at
 
 
-def apply_subscription(user, obj, as_of):
-    """Write the provider subscription ``obj`` (a dict) for ``user`` and return the row.
+def apply_subscription(billable, obj, as_of):
+    """Write the provider subscription ``obj`` (a dict) for ``billable`` and return the row.
 
     ``as_of`` (aware UTC) is the time the state was current: the event's ``created`` or, for a
     live read, now. The caller checks ``is_stale`` first; the row's ``provider_updated_at`` never
     moves backwards (``writer``'s guarded upsert). Items that are no longer on the subscription are
     deleted. Written at once, by ``app.billing.writer``'s statements.
     """
-    existing = subscription_of(user, obj["id"])
+    existing = subscription_of(billable, obj["id"])
     items = objects.items_of(obj)
     period_end = objects.current_period_end(obj)
     pending = objects.pending_update_of(obj)
@@ -97,12 +118,12 @@ def apply_subscription(user, obj, as_of):
         "provider_created_at": from_timestamp(obj.get("created")),
         "provider_updated_at": max(as_of, existing.provider_updated_at) if existing else as_of,
     }
-    subscription = writer.write_subscription(user, existing, obj["id"], values,
+    subscription = writer.write_subscription(billable, existing, obj["id"], values,
                                              (obj.get("metadata") or {}).get("type") or "default")
     if subscription is None:  # the guard kept a newer row: nothing to add to it
         return existing
     if read:
-        promotions.remember(user, (discount or {}).get("promotion_code"), obj["id"])
+        redemptions.remember(billable, (discount or {}).get("promotion_code"), obj["id"])
     writer.write_items(subscription, [{"provider_id": data["id"], "provider_price": objects.price_of(data),
                                        "provider_product": objects.product_of(data),
                                        "quantity": data.get("quantity")} for data in items])

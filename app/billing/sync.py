@@ -1,4 +1,5 @@
-"""``sync``: rebuild a user's billing state from the provider (SPEC 1, SPEC 4 "Synchronization entry point")."""
+"""``sync``: rebuild a billable's (a user's or an organisation's) billing state from the provider (SPEC 1, SPEC 4
+"Synchronization entry point")."""
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -6,9 +7,8 @@ from sqlalchemy import inspect
 
 from app.billing import objects, payment_methods, plans, state
 from app.extensions import db
-from app.models.user import lock_user
 
-# Columns that are not the user's billing state: keys, and times every write moves (a live read
+# Columns that are not the billable's billing state: keys, and times every write moves (a live read
 # is "now", so provider_updated_at changes on every sync). The password hash is never shown.
 _NOT_STATE = frozenset({"id", "user_id", "subscription_id", "created_at", "updated_at", "provider_updated_at",
                         "password_hash"})
@@ -16,7 +16,7 @@ _NOT_STATE = frozenset({"id", "user_id", "subscription_id", "created_at", "updat
 
 @dataclass(frozen=True)
 class FieldChange:
-    """One stored field a sync changed. ``field`` is a column of the user (``plan``, ``pm_last_four``)
+    """One stored field a sync changed. ``field`` is a column of the billable (``plan``, ``pm_last_four``)
     or ``<subscription id>.<column>`` / ``<subscription item id>.<column>``; ``old`` is ``None`` for a
     row the sync created, ``new`` for one it deleted."""
 
@@ -38,9 +38,9 @@ def _shown(value):
 
 @dataclass
 class SyncResult:
-    """What a sync changed for one user, in the stored rows: one ``FieldChange`` per field that moved."""
+    """What a sync changed for one billable, in the stored rows: one ``FieldChange`` per field that moved."""
 
-    user_id: int
+    billable_key: str  # ``Billable.billable_key``: "user:<id>" or "organization:<id>"
     email: str
     changes: list = field(default_factory=list)
 
@@ -58,14 +58,14 @@ def _columns(row, prefix=""):
             for attr in inspect(row).mapper.column_attrs if attr.key not in _NOT_STATE}
 
 
-def snapshot(user):
-    """Return every stored billing field of the user, subscriptions and items as ``{field: value}``.
+def snapshot(billable):
+    """Return every stored billing field of the billable, subscriptions and items as ``{field: value}``.
 
     Read from the mapped columns, not a list kept by hand, so a column added to these tables is
     reported by ``sync`` (and ``flask sync-user``) without more code.
     """
-    fields = _columns(user)
-    for subscription in user.subscriptions:
+    fields = _columns(billable)
+    for subscription in billable.subscriptions:
         fields.update(_columns(subscription, f"{subscription.provider_id}."))
         for item in subscription.items:
             fields.update(_columns(item, f"{item.provider_id}."))
@@ -79,37 +79,37 @@ def diff(before, after):
             for name in names if before.get(name) != after.get(name)]
 
 
-def sync_user(provider, user):
-    """Pull every subscription of the user's customer and write it as the webhook path would.
+def sync_billable(provider, billable):
+    """Pull every subscription of the billable's customer and write it as the webhook path would.
 
     The live state counts as "now", so webhooks older than it that arrive later change nothing.
     Local subscriptions the provider no longer has are deleted; then the same plan and payment
     method logic as the listeners runs. Returns a ``SyncResult`` listing every stored field that
     changed. The caller commits. Raises ``ProviderUnavailable`` and ``ProviderRejected``.
     """
-    lock_user(user)
-    before = snapshot(user)
-    if user.provider_id:
-        live = provider.list_subscriptions(user.provider_id)
+    billable.lock()
+    before = snapshot(billable)
+    if billable.provider_id:
+        live = provider.list_subscriptions(billable.provider_id)
         as_of = state.live_as_of()
         for obj in live:
-            state.apply_subscription(user, obj, as_of)
+            state.apply_subscription(billable, obj, as_of)
         live_ids = {obj["id"] for obj in live}
-        for subscription in list(user.subscriptions):
+        for subscription in list(billable.subscriptions):
             if subscription.provider_id not in live_ids:
                 db.session.delete(subscription)
         db.session.flush()
-        db.session.expire(user, ["subscriptions"])
-        _sync_payment_method(provider, user, {obj["id"]: obj for obj in live})
-    plans.recompute_plan(user)
+        db.session.expire(billable, ["subscriptions"])
+        _sync_payment_method(provider, billable, {obj["id"]: obj for obj in live})
+    plans.recompute_plan(billable)
     db.session.flush()
-    return SyncResult(user.id, user.email, diff(before, snapshot(user)))
+    return SyncResult(billable.billable_key, billable.stripe_email, diff(before, snapshot(billable)))
 
 
-def _sync_payment_method(provider, user, live_by_id):
-    entitled = plans.entitled_subscription(user)
+def _sync_payment_method(provider, billable, live_by_id):
+    entitled = plans.entitled_subscription(billable)
     paying = objects.ref_id(live_by_id[entitled.provider_id].get("default_payment_method")) if entitled else None
     if paying:
-        payment_methods.promote(provider, user, paying)
+        payment_methods.promote(provider, billable, paying)
     else:
-        payment_methods.refresh_from_customer(provider, user, provider.retrieve_customer(user.provider_id))
+        payment_methods.refresh_from_customer(provider, billable, provider.retrieve_customer(billable.provider_id))

@@ -20,16 +20,17 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.extensions import db
-from app.models import Notification, NotificationDelivery, Subscription, SubscriptionItem, User
+from app.models import Notification, NotificationDelivery, Subscription, SubscriptionItem
 from app.models.delivery import PENDING
 from app.timeutil import utcnow
 
-# The columns a write sets; ``user_id``, ``type``, ``provider_id`` and ``created_at`` are set once.
+# The columns a write sets; the billable's (``user_id`` or ``organization_id``), ``type``, ``provider_id``
+# and ``created_at`` are set once.
 SUBSCRIPTION_STATE = ("provider_status", "provider_price", "quantity", "default_payment_method",
                       "cancel_at_period_end", "current_period_end", "trial_ends_at", "ends_at", "pending_price",
                       "pending_quantity", "pending_expires_at", "test_clock", "discount", "provider_created_at",
                       "provider_updated_at", "updated_at")
-_SUBSCRIPTION_INSERTED = ("user_id", "type", "provider_id", "created_at", *SUBSCRIPTION_STATE)
+_SUBSCRIPTION_INSERTED = ("user_id", "organization_id", "type", "provider_id", "created_at", *SUBSCRIPTION_STATE)
 ITEM_STATE = ("provider_product", "provider_price", "quantity", "updated_at")
 _ITEM_INSERTED = ("subscription_id", "provider_id", "created_at", *ITEM_STATE)
 
@@ -49,10 +50,13 @@ def _upsert(table, inserted, updated, guard):
 
 _SUBSCRIPTIONS = Subscription.__table__
 _ITEMS = SubscriptionItem.__table__
-# The ordering guard: never older than the stored state, never another user's subscription.
+# The ordering guard: never older than the stored state, never another billable's subscription (one of
+# the two owner columns is NULL: compared through COALESCE, which both databases have).
 _UPSERT_SUBSCRIPTION = _upsert(
     _SUBSCRIPTIONS, _SUBSCRIPTION_INSERTED, SUBSCRIPTION_STATE,
-    "subscriptions.provider_updated_at <= excluded.provider_updated_at AND subscriptions.user_id = excluded.user_id")
+    "subscriptions.provider_updated_at <= excluded.provider_updated_at "
+    "AND COALESCE(subscriptions.user_id, 0) = COALESCE(excluded.user_id, 0) "
+    "AND COALESCE(subscriptions.organization_id, '') = COALESCE(excluded.organization_id, '')")
 # An item belongs to one subscription for life (Stripe never moves one): the guard keeps it there.
 _UPSERT_ITEM = _upsert(_ITEMS, _ITEM_INSERTED, ITEM_STATE,
                        "subscription_items.subscription_id = excluded.subscription_id")
@@ -86,22 +90,22 @@ def _committed(row, values):
         set_committed_value(row, name, value)
 
 
-def write_subscription(user, existing, provider_id, values, kind):
-    """Write the subscription ``provider_id`` of ``user`` with ``values`` (``SUBSCRIPTION_STATE`` but
-    ``updated_at``); return its row. ``existing`` is the loaded row or ``None``; ``kind`` the ``type``
-    of a new row. Return ``None`` when the guard kept the stored row (a newer one, or another user's):
-    nothing was written."""
+def write_subscription(billable, existing, provider_id, values, kind):
+    """Write the subscription ``provider_id`` of ``billable`` (a user or an organisation) with ``values``
+    (``SUBSCRIPTION_STATE`` but ``updated_at``); return its row. ``existing`` is the loaded row or
+    ``None``; ``kind`` the ``type`` of a new row. Return ``None`` when the guard kept the stored row (a
+    newer one, or another billable's): nothing was written."""
     now = utcnow()
-    params = {**values, "updated_at": now, "user_id": user.id, "type": kind, "provider_id": provider_id,
-              "created_at": now}
+    params = {**values, "updated_at": now, "user_id": None, "organization_id": None, **billable.owner_columns(),
+              "type": kind, "provider_id": provider_id, "created_at": now}
     written = _execute(_UPSERT_SUBSCRIPTION, params).scalar()
     if written is None:
         return None
     if existing is not None:
         _committed(existing, {**values, "updated_at": now})
         return existing
-    row = _loaded(Subscription, {"id": written, **params}, user=user, items=[])
-    set_committed_value(user, "subscriptions", [*user.subscriptions, row])
+    row = _loaded(Subscription, {"id": written, **params}, **{billable.kind: billable}, items=[])
+    set_committed_value(billable, "subscriptions", [*billable.subscriptions, row])
     return row
 
 
@@ -132,24 +136,24 @@ def write_items(subscription, items):
     set_committed_value(subscription, "items", kept)
 
 
-def write_user(user, **values):
-    """Set columns of the stored ``user`` (``plan``, the card's ``pm_*``) that differ from ``values``.
+def write_billable(billable, **values):
+    """Set columns of the stored ``billable`` (a user or an organisation: ``plan``, the card's ``pm_*``)
+    that differ from ``values``.
 
-    A user not stored yet (pending in the session, or not a mapped object at all) gets them as
+    A billable not stored yet (pending in the session, or not a mapped object at all) gets them as
     attributes, written at its flush if any.
     """
-    changed = {name: value for name, value in values.items() if getattr(user, name, None) != value}
+    changed = {name: value for name, value in values.items() if getattr(billable, name, None) != value}
     if not changed:
         return
-    stored = inspect(user, raiseerr=False)
+    stored = inspect(billable, raiseerr=False)
     if stored is None or not stored.persistent:
         for name, value in changed.items():
-            setattr(user, name, value)
+            setattr(billable, name, value)
         return
-    now = utcnow()
-    db.session.connection().execute(update(User.__table__).where(User.__table__.c.id == user.id)
-                                    .values(**changed, updated_at=now))
-    _committed(user, {**changed, "updated_at": now})
+    now, table = utcnow(), type(billable).__table__
+    db.session.connection().execute(update(table).where(table.c.id == billable.id).values(**changed, updated_at=now))
+    _committed(billable, {**changed, "updated_at": now})
 
 
 def write_notification(user, event_id, kind, data, channels):

@@ -168,13 +168,13 @@ def commit_plan(sender, event, **extra):
     """
     if event["type"] not in EVENT_TYPES:
         return False
-    user = extra.get("user") or state.user_for_customer(objects.customer_id_of(event["data"]["object"]))
-    if user is None:
+    billable = extra.get("billable") or state.billable_for_customer(objects.customer_id_of(event["data"]["object"]))
+    if billable is None:
         return False
-    plans.recompute_plan(user)
+    plans.recompute_plan(billable)
     for kind, data in decide_notifications(event):
         # One per subscription whatever arrives: a Checkout subscription's comes from its session.
-        if kind in ONCE_PER_SUBSCRIPTION and notified(user, kind, "subscription", data.get("subscription")):
+        if kind in ONCE_PER_SUBSCRIPTION and notified(billable, kind, "subscription", data.get("subscription")):
             continue
-        notify(user, event["id"], kind, data)
+        notify(billable, event["id"], kind, data)
     return True

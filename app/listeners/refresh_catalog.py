@@ -1,6 +1,6 @@
 """``RefreshCatalog``: a ``product.*`` or ``price.*`` event makes every process read the catalogue again.
 
-These events name no customer: the webhook controller hands them over with ``user=None``
+These events name no customer: the webhook controller hands them over with ``billable=None``
 (``app.billing.events``: ``customer_bound=False``). See ``app.billing.catalog``.
 """
 from app.billing import catalog

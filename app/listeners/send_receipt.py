@@ -39,11 +39,11 @@ def send_receipt(sender, event, **extra):
     if event["type"] not in EVENT_TYPES:
         return False
     invoice = event["data"]["object"]
-    user = extra.get("user") or state.user_for_customer(objects.customer_id_of(invoice))
-    if user is None:
+    billable = extra.get("billable") or state.billable_for_customer(objects.customer_id_of(invoice))
+    if billable is None:
         return False
     data = receipt_of(invoice)
     # On the primary type only: Stripe sends invoice.paid and its legacy twin for one payment.
-    if data is not None and not is_twin(event["type"]) and not notified(user, KIND, "invoice", data["invoice"]):
-        notify(user, event["id"], KIND, data)
+    if data is not None and not is_twin(event["type"]) and not notified(billable, KIND, "invoice", data["invoice"]):
+        notify(billable, event["id"], KIND, data)
     return True

@@ -3,6 +3,7 @@ from app.models.account import AddressHistory, DeletedSubscriber, PasswordResetR
 from app.models.catalog import CatalogVersion
 from app.models.delivery import NotificationDelivery
 from app.models.idempotency import IdempotencyKey
+from app.models.organization import Invitation, Membership, Organization
 from app.models.subscription import (
     PromotionRedemption,
     ProrationQuote,
@@ -15,6 +16,7 @@ from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
 __all__ = ["AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent",
-           "IdempotencyKey", "Notification", "NotificationDelivery", "PasswordResetRequest", "PromotionRedemption",
-           "ProrationQuote", "RotatedToken", "Subscription", "SubscriptionItem", "TrialFingerprint", "User",
+           "IdempotencyKey", "Invitation", "Membership", "Notification", "NotificationDelivery", "Organization",
+           "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "Subscription",
+           "SubscriptionItem", "TrialFingerprint", "User",
            "WebhookEvent"]

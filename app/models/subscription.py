@@ -38,7 +38,10 @@ class Subscription(SubscriptionRules, db.Model):
     __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # Its billable: a user or an organisation (``models.billable``), exactly one of the two.
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    organization_id: Mapped[str | None] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"),
+                                                        index=True)
     type: Mapped[str] = mapped_column(String(64), default="default")
     provider_id: Mapped[str] = mapped_column(String(255), unique=True)
     provider_status: Mapped[str] = mapped_column(String(32))
@@ -63,6 +66,7 @@ class Subscription(SubscriptionRules, db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     user = relationship("User", back_populates="subscriptions")
+    organization = relationship("Organization", back_populates="subscriptions")
     items = relationship("SubscriptionItem", back_populates="subscription", cascade="all, delete-orphan",
                          passive_deletes=True, order_by="SubscriptionItem.id")
 
@@ -106,7 +110,7 @@ class PromotionRedemption(db.Model):
     """A promotion code a subscription carried (Stripe's ``discounts[].promotion_code``), kept per address.
 
     ``redeemer`` is the SHA-256 of a normalised address the account had (one row per address it ever
-    had, ``app.billing.promotions.remember``), and no foreign key: the row outlives the account, so
+    had, ``app.billing.redemptions.remember``), and no foreign key: the row outlives the account, so
     the address registered again cannot redeem the code again (CONTRACT "Changes to the fourth round").
     """
 

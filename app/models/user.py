@@ -1,15 +1,17 @@
 import secrets
 from datetime import datetime
 
-from sqlalchemy import SmallInteger, String, update
+from sqlalchemy import SmallInteger, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
+from app.models.account import address_hashes
+from app.models.billable import Billable, lock_row
 from app.models.types import BigIntId, UTCDateTime
 from app.timeutil import utcnow
 
 
-class User(db.Model):
+class User(Billable, db.Model):
     """An account. ``email`` is stored lower-cased, which makes its unique index case-insensitive.
 
     ``provider_id`` is the Stripe customer id (SPEC's ``users.provider_id``); ``plan`` is the plan
@@ -22,6 +24,7 @@ class User(db.Model):
     across databases that share one Stripe account (staging, a developer's copy, a restored backup).
     """
 
+    kind = "user"
     __tablename__ = "users"
     __table_args__ = {"sqlite_autoincrement": True}
 
@@ -43,17 +46,28 @@ class User(db.Model):
     subscriptions = relationship("Subscription", back_populates="user", passive_deletes=True,
                                  order_by="Subscription.id")
 
+    @property
+    def stripe_email(self):
+        return self.email
+
+    @property
+    def stripe_name(self):
+        return self.name
+
+    def recipients(self):
+        return [self]
+
+    def redeemer_keys(self):
+        """Every address the account has had (``account.address_hashes``), the current one first."""
+        return address_hashes(self)
+
     def __repr__(self):
         return f"<User {self.id} {self.email}>"
 
 
 def lock_user(user):
-    """Serialise work per user (billing, token creation) until the transaction ends.
+    """Serialise work per user (billing, token creation) until the transaction ends: ``Billable.lock``.
 
-    An UPDATE rather than ``SELECT ... FOR UPDATE`` because it locks on PostgreSQL and SQLite alike
-    (on SQLite it takes the write lock at once, so a later write cannot fail on a stale snapshot).
+    ``user`` may be the bearer check's read-only snapshot (``models.snapshots``): only its id is used.
     """
-    db.session.execute(
-        update(User).where(User.id == user.id).values(updated_at=utcnow()).execution_options(
-            synchronize_session=False)
-    )
+    lock_row(User, user.id)

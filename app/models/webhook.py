@@ -48,10 +48,11 @@ class FailedWebhookEvent(db.Model):
 
 
 class Notification(db.Model):
-    """A lifecycle notification for a user (CONTRACT "Notifications"); at most one per event and kind."""
+    """A lifecycle notification for a user (CONTRACT "Notifications"); at most one per user, event and kind
+    (an organisation's billing notifies each of its owner and admins, CONTRACT "Organisations")."""
 
     __tablename__ = "notifications"
-    __table_args__ = (UniqueConstraint("event_id", "kind"), {"sqlite_autoincrement": True})
+    __table_args__ = (UniqueConstraint("user_id", "event_id", "kind"), {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)

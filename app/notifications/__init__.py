@@ -16,23 +16,36 @@ from app.notifications.channels import configured_channel_names
 from app.notifications.kinds import ACCOUNT_EMAILS
 from app.observability import metrics
 
-_NOTIFIED = select(Notification.__table__.c.data).where(Notification.__table__.c.user_id == bindparam("user_id"),
-                                                      Notification.__table__.c.kind == bindparam("kind"))
+_NOTIFIED = select(Notification.__table__.c.data).where(
+    Notification.__table__.c.user_id.in_(bindparam("recipients", expanding=True)),
+    Notification.__table__.c.kind == bindparam("kind"))
 
 
-def notify(user, event_id, kind, data):
+def notify(billable, event_id, kind, data):
     """Store a notification of ``kind`` (a CONTRACT notification kind) for the provider event ``event_id``.
 
-    ``data`` is the kind's JSON object. At most one per event and kind: the webhook ledger processes
-    an event id once, and the unique key (event_id, kind) refuses a second row should anything else
-    try. Queues it for delivery on every configured channel in the same transaction, so a rolled-back
-    webhook queues nothing (its ``notifications_total{state="queued"}`` count stays: the retry counts
-    again). The caller owns the transaction.
+    ``billable`` is a user, or an organisation whose owner and admins each get their own row with
+    ``"organization": {"id", "name"}`` in ``data`` (``Billable.recipients``, ``notification_data``).
+    ``data`` is the kind's JSON object. At most one per user, event and kind: the webhook ledger
+    processes an event id once, and the unique key (user_id, event_id, kind) refuses a second row
+    should anything else try. Queues each for delivery on every configured channel in the same
+    transaction, so a rolled-back webhook queues nothing (its ``notifications_total{state="queued"}``
+    count stays: the retry counts again). The caller owns the transaction.
     """
+    data = {**data, **billable.notification_data()}
     channels = configured_channel_names(current_app.config)
-    writer.write_notification(user, event_id, kind, data, channels)
-    for channel in channels:
-        metrics.notification_queued(channel)
+    for user in billable.recipients():
+        writer.write_notification(user, event_id, kind, data, channels)
+        for channel in channels:
+            metrics.notification_queued(channel)
+
+
+def notify_membership(organization, kind, member, data):
+    """Tell the organisation's owner and admins (``notify``) that ``member`` (a ``User``) joined or left:
+    ``kind`` is ``member_joined`` or ``member_left``. Not caused by a provider event, the rows get an
+    ``event_id`` of their own (``member_`` and random hex). The caller owns the transaction."""
+    notify(organization, f"member_{secrets.token_hex(12)}", kind,
+           {"member": {"id": member.id, "email": member.email, "name": member.name}, **data})
 
 
 def notify_account(user, kind, data=None):
@@ -53,18 +66,25 @@ def notify_account(user, kind, data=None):
         metrics.notification_queued("email")
 
 
-def notified(user, kind, field, value):
-    """Whether ``user`` already has a ``kind`` notification whose ``data[field]`` is ``value``.
+def _about(data):
+    """The id of the organisation a notification's ``data`` is about, ``None`` for a user's own billing."""
+    return ((data or {}).get("organization") or {}).get("id")
+
+
+def notified(billable, kind, field, value):
+    """Whether ``billable`` was already told of ``kind`` with ``data[field] == value``.
 
     For the kinds that come once per object whatever events arrive (a receipt per invoice, one
     ``subscribed`` per subscription), where two different events may call for the same one.
     """
+    about = _about(billable.notification_data())
+    recipients = [user.id for user in billable.recipients()]
     # On the session's connection: the rows ``notify`` wrote are there, no ORM object is involved.
-    found = db.session.connection().scalars(_NOTIFIED, {"user_id": user.id, "kind": kind})
-    return any((data or {}).get(field) == value for data in found)
+    found = db.session.connection().scalars(_NOTIFIED, {"recipients": recipients, "kind": kind})
+    return any((data or {}).get(field) == value and _about(data) == about for data in found)
 
 
-def announce_trial(user, event_id, subscription, ended=False):
+def announce_trial(billable, event_id, subscription, ended=False):
     """Store ``trial_started`` for the trialing ``subscription`` row, or, when the card-fingerprint rule
     ``ended`` it at once, ``subscribed`` (it is paid from now); once per subscription either way.
 
@@ -74,11 +94,11 @@ def announce_trial(user, event_id, subscription, ended=False):
     """
     kind = "subscribed" if ended else "trial_started"
     if subscription.provider_status != ("active" if ended else "trialing") \
-            or notified(user, kind, "subscription", subscription.provider_id):
+            or notified(billable, kind, "subscription", subscription.provider_id):
         return
     if ended:
-        notify(user, event_id, kind, {"subscription": subscription.provider_id, "from_status": "trialing",
-                                      "status": "active"})
+        notify(billable, event_id, kind, {"subscription": subscription.provider_id, "from_status": "trialing",
+                                          "status": "active"})
         return
     trial_end = int(subscription.trial_ends_at.timestamp()) if subscription.trial_ends_at else None
-    notify(user, event_id, kind, {"subscription": subscription.provider_id, "trial_end": trial_end})
+    notify(billable, event_id, kind, {"subscription": subscription.provider_id, "trial_end": trial_end})

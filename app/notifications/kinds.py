@@ -5,7 +5,8 @@ event (or account change) that causes it and its ``data`` fields, for the OpenAP
 only and never listed by ``GET /notifications``. The row says only "send this email to user N";
 the worker mints the token into the message as it sends (``app.email_tokens.link``).
 
-Times in ``data`` are Unix seconds (UTC), as the provider sends them.
+Times in ``data`` are Unix seconds (UTC), as the provider sends them. A notification about an
+organisation's billing goes to each of its owner and admins with ``organization`` {id, name} in ``data``.
 """
 
 NOTIFICATION_KINDS = {
@@ -50,6 +51,10 @@ NOTIFICATION_KINDS = {
     "payment_succeeded": "invoice.paid with amount_paid > 0 (a receipt; once per invoice, however often Stripe "
                          "delivers it). data: invoice, amount_paid (minor units), currency, hosted_invoice_url, "
                          "invoice_pdf.",
+    "member_joined": "An invitation to an organisation was accepted; to its owner and admins. "
+                     "data: member {id, email, name}, role, organization {id, name}.",
+    "member_left": "A member left an organisation or was removed (their account deleted too); to its owner and "
+                   "admins. data: member {id, email, name}, reason (left or removed), organization {id, name}.",
 }
 
 # Account email -> what it carries. data: email (the address it goes to) for email_change only.
@@ -57,4 +62,6 @@ ACCOUNT_EMAILS = {
     "email_verification": "a link that verifies the account's address (APP_URL_VERIFY_EMAIL)",
     "email_change": "a link that moves the account to the new address (APP_URL_VERIFY_EMAIL)",
     "password_reset": "a link that sets a new password (APP_URL_RESET_PASSWORD)",
+    "invitation": "a link that accepts an organisation's invitation (APP_URL_ACCEPT_INVITATION), to the invited "
+                  "address; queued as the inviter's. data: email, invitation, organization {id, name}",
 }

@@ -85,10 +85,13 @@ def _account_email(notification, user):
     """Return the template context of an account email: ``link`` (a token minted now), ``ttl`` (its
     lifetime in words) and ``to``: the new address for an email change, else ``None`` (``user.email``)."""
     data = notification.data or {}
-    reset = notification.kind == "password_reset"
-    ttl = current_app.config["AUTH_PASSWORD_RESET_TTL" if reset else "AUTH_VERIFY_EMAIL_TTL"]
+    ttl = current_app.config[_TTLS.get(notification.kind, "AUTH_VERIFY_EMAIL_TTL")]
     return {"link": email_tokens.link(notification, user), "ttl": _duration(ttl),
-            "to": data.get("email") if notification.kind == "email_change" else None}
+            "to": data.get("email") if notification.kind in ("email_change", "invitation") else None}
+
+
+# The lifetime of each account email's link, where it is not AUTH_VERIFY_EMAIL_TTL's.
+_TTLS = {"password_reset": "AUTH_PASSWORD_RESET_TTL", "invitation": "ORGANIZATION_INVITATION_TTL"}
 
 
 def webhook_id(notification):

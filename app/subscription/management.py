@@ -1,7 +1,7 @@
 """Changing a subscription from the client app: swap (with a preview), seats, cancel, resume.
 
-Provider-first (SPEC 1, CONTRACT "Additions (third round)"): each change takes the per-user lock
-(the one ``/subscription/intent`` takes, so two actions of a user never interleave at Stripe),
+Provider-first (SPEC 1, CONTRACT "Additions (third round)"): each change takes the per-billable lock
+(the one ``/subscription/intent`` takes, so two actions of a billable never interleave at Stripe),
 calls Stripe with an idempotency key (``app.idempotency.provider_key``), and writes Stripe's answer
 with the writer ``sync`` uses, as of now. The client's request never writes the row. Price and
 quantity changes use ``payment_behavior=pending_if_incomplete``: when their invoice is not paid,
@@ -9,139 +9,20 @@ Stripe keeps the subscription as it was and holds the change in ``pending_update
 (https://docs.stripe.com/billing/subscriptions/pending-updates), which is ``402 payment_required``
 here. Notifications still come only from the webhooks that follow. Nothing here commits.
 """
-import time
-from datetime import timedelta
-
 from flask import current_app
-from sqlalchemy import bindparam, delete, text
 
 from app import presentation
-from app.billing import objects, plans, prices, promotions, state
-from app.billing.provider import ChangeDeclined, InvalidProrationDate, get_provider
-from app.billing.statuses import (
-    DUNNING_STATUSES,
-    LIVE_STATUSES,
-    PAUSED_STATUSES,
-    TERMINAL_STATUSES,
-    VALID_STATUSES,
-)
-from app.errors import Conflict, UnknownPrice
-from app.extensions import db
+from app.billing import objects, plans, prices, promotions, redemptions
+from app.billing.provider import ChangeDeclined, get_provider
+from app.billing.statuses import PAUSED_STATUSES, TERMINAL_STATUSES, VALID_STATUSES
+from app.errors import UnknownPrice
 from app.idempotency import provider_key
-from app.models import ProrationQuote
-from app.models.types import UTCDateTime
-from app.models.user import lock_user
-from app.subscription.errors import (
-    NotSubscribed,
-    PaymentPending,
-    PaymentRequired,
-    SubscriptionEnded,
-    SubscriptionPastDue,
-)
+from app.subscription import current
+from app.subscription.errors import NotSubscribed, PaymentRequired, SubscriptionEnded
 from app.timeutil import utcnow
 
-# How old a client's proration_date may be, seconds: the preview's, sent within 10 minutes
-# (CONTRACT "Changes to the third round"); and how far ahead, for clocks of hosts that differ.
-PRORATION_DATE_MAX_AGE = 600
-PRORATION_DATE_SKEW = 5
 
-
-def _locked_subscriptions(user):
-    """Lock the user and return their subscriptions as stored now (a webhook may have written since)."""
-    lock_user(user)
-    db.session.expire(user, ["subscriptions"])
-    return user.subscriptions
-
-
-def live_subscription(subscriptions):
-    """Return the newest subscription in a live status (paid for, or in dunning), or ``None``."""
-    return plans.newest([s for s in subscriptions if s.provider_status in LIVE_STATUSES])
-
-
-def _changeable(user, lock=True):
-    subscriptions = _locked_subscriptions(user) if lock else user.subscriptions
-    subscription = live_subscription(subscriptions)
-    if subscription is None:
-        raise NotSubscribed.paused() if _paused(subscriptions) is not None else NotSubscribed()
-    return subscription
-
-
-def _paused(subscriptions):
-    """The newest subscription paused for want of a card (a trial that ended without one), or ``None``."""
-    return plans.newest([s for s in subscriptions if s.provider_status in PAUSED_STATUSES])
-
-
-def _priced(user, lock=True):
-    """The live subscription whose price or seats may change: not in dunning, one price."""
-    subscription = _changeable(user, lock)
-    if subscription.provider_status in DUNNING_STATUSES:
-        raise SubscriptionPastDue.for_status(subscription.provider_status)
-    if len(subscription.items) != 1:
-        raise Conflict(f"The subscription has {len(subscription.items)} prices; only a single-price "
-                       "subscription can be changed here.", details={"items": len(subscription.items)})
-    return subscription
-
-
-def _write(user, live):
-    """Write Stripe's answer as ``sync`` does (now) and recompute the plan; return the row."""
-    subscription = state.apply_subscription(user, live, state.live_as_of())
-    plans.recompute_plan(user)
-    return subscription
-
-
-def _refuse_while_pending(user, subscription):
-    """Raise ``PaymentPending`` (409) while a change of the subscription waits for its invoice.
-
-    The row says so from Stripe's own answers (a 402 here, or a webhook); Stripe is asked once more
-    before refusing, since the invoice may have been paid, or the update expired, a moment ago.
-    """
-    if subscription.pending_expires_at is None or subscription.pending_expires_at <= utcnow():
-        return
-    live = get_provider().retrieve_subscription(subscription.provider_id)
-    _write(user, live)
-    if objects.pending_update_of(live) is not None and isinstance(live.get("latest_invoice"), dict):
-        raise PaymentPending.for_invoice(live["latest_invoice"])
-
-
-def stripe_now(subscription):
-    """Return Stripe's "now" for the subscription, Unix seconds: this host's clock, or, for one on a
-    Stripe test clock (test mode), the clock's frozen time, which Stripe prorates from."""
-    if subscription.test_clock:
-        return get_provider().test_clock_time(subscription.test_clock)
-    return int(time.time())
-
-
-# A preview's proration date, stored for the swap that follows; a second preview in the same second
-# issues the same one. Text for both databases (SQLite 3.24+), as the webhook ledger's insert.
-_QUOTE = text("INSERT INTO proration_quotes (provider_subscription, proration_date, created_at) "
-              "VALUES (:subscription, :date, :created_at) ON CONFLICT DO NOTHING"
-              ).bindparams(bindparam("created_at", type_=UTCDateTime()))
-
-
-def check_proration_date(subscription, value, now):
-    """Refuse a ``proration_date`` (Unix seconds) that no preview of ``subscription`` issued in the last
-    ``PRORATION_DATE_MAX_AGE`` seconds, or that is older than that before ``now`` (``stripe_now``).
-
-    CONTRACT "Changes to the fourth round": only a preview's date is taken; any other date, even a
-    recent one, would let the client choose what it pays (a backdated downgrade). Raises
-    ``InvalidProrationDate`` (422).
-    """
-    if not now - PRORATION_DATE_MAX_AGE <= value <= now + PRORATION_DATE_SKEW:
-        raise InvalidProrationDate.not_recent()
-    issued = db.session.get(ProrationQuote, (subscription.provider_id, value))
-    if issued is None or issued.created_at < utcnow() - timedelta(seconds=PRORATION_DATE_MAX_AGE):
-        raise InvalidProrationDate.not_issued()
-
-
-def _issue_proration_date(subscription, value):
-    """Store ``value`` as a proration date this preview issued, dropping the subscription's expired ones."""
-    db.session.execute(delete(ProrationQuote).where(
-        ProrationQuote.provider_subscription == subscription.provider_id,
-        ProrationQuote.created_at < utcnow() - timedelta(seconds=PRORATION_DATE_MAX_AGE)))
-    db.session.execute(_QUOTE, {"subscription": subscription.provider_id, "date": value, "created_at": utcnow()})
-
-
-def _change_item(user, action, change, proration_date, promotion_code=None):
+def _change_item(billable, action, change, proration_date, promotion_code=None):
     """Apply ``change`` (``{"price"}`` or ``{"quantity"}``) to the one item of the live subscription.
 
     Returns ``(row, pending_update)``; a change to what the item already has calls nothing but a read.
@@ -152,18 +33,18 @@ def _change_item(user, action, change, proration_date, promotion_code=None):
     updates take no discounts, and a discount applied without the change would lower what the
     current price costs; declined, nothing changes (402).
     """
-    subscription = _priced(user)
+    subscription = current.priced(billable)
     if proration_date is not None:
-        check_proration_date(subscription, proration_date, stripe_now(subscription))
-    _refuse_while_pending(user, subscription)
+        current.check_proration_date(subscription, proration_date, current.stripe_now(subscription))
+    current.refuse_while_pending(billable, subscription)
     item = subscription.items[0]
     provider = get_provider()
-    current = {"price": item.provider_price, "quantity": item.quantity or 1}
-    wanted = {**current, **change}
-    if wanted == current:
+    now_on = {"price": item.provider_price, "quantity": item.quantity or 1}
+    wanted = {**now_on, **change}
+    if wanted == now_on:
         live = provider.retrieve_subscription(subscription.provider_id)
-        return _write(user, live), objects.pending_update_of(live)
-    behavior = prices.proration_for(provider, current["price"], current["quantity"], wanted["price"],
+        return current.write(billable, live), objects.pending_update_of(live)
+    behavior = prices.proration_for(provider, now_on["price"], now_on["quantity"], wanted["price"],
                                     wanted["quantity"])
     params = {"items": [{"id": item.provider_id, **change}], "payment_behavior": "pending_if_incomplete",
               "proration_behavior": behavior}
@@ -172,11 +53,11 @@ def _change_item(user, action, change, proration_date, promotion_code=None):
     if promotion_code:
         params.update(discounts=[{"promotion_code": promotion_code}], payment_behavior="error_if_incomplete")
     try:
-        live = provider.update_subscription(subscription.provider_id, params, provider_key(user, action))
+        live = provider.update_subscription(subscription.provider_id, params, provider_key(billable, action))
     except ChangeDeclined:
         raise PaymentRequired.declined() from None
-    promotions.remember(user, promotion_code, subscription.provider_id)
-    row = _write(user, live)
+    redemptions.remember(billable, promotion_code, subscription.provider_id)
+    row = current.write(billable, live)
     pending = objects.pending_update_of(live)
     # The answer may carry an older pending update (made in the portal, say); this change is refused
     # only if it is not on the item Stripe answered with.
@@ -192,8 +73,8 @@ def _carries(live, change):
     return all(found.get(name) == value for name, value in change.items())
 
 
-def swap(user, price, proration_date=None, promotion_code=None):
-    """Move the user's live subscription to ``price``; return ``(Subscription, pending_update or None)``.
+def swap(billable, price, proration_date=None, promotion_code=None):
+    """Move the billable's live subscription to ``price``; return ``(Subscription, pending_update or None)``.
 
     A dearer price, or another interval, is invoiced and charged at once; a cheaper one follows
     ``PROVIDER_PRORATION`` (``prices.proration_for``). ``proration_date`` (Unix seconds, at most 10
@@ -205,25 +86,25 @@ def swap(user, price, proration_date=None, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    promotion = promotions.resolve(promotion_code, price, user, _seats(user))
-    return _change_item(user, "swap", {"price": price}, proration_date, promotion)
+    promotion = promotions.resolve(promotion_code, price, billable, _seats(billable))
+    return _change_item(billable, "swap", {"price": price}, proration_date, promotion)
 
 
-def _seats(user):
-    """The seats of the user's live subscription as stored (1 without one): a promotion code's order."""
-    subscription = live_subscription(user.subscriptions)
+def _seats(billable):
+    """The seats of the billable's live subscription as stored (1 without one): a promotion code's order."""
+    subscription = current.live_subscription(billable.subscriptions)
     return (subscription.quantity if subscription is not None else None) or 1
 
 
-def set_quantity(user, quantity):
-    """Set the seats of the user's live subscription; return the ``Subscription``.
+def set_quantity(billable, quantity):
+    """Set the seats of the billable's live subscription; return the ``Subscription``.
 
     More seats are invoiced and charged at once; fewer follow ``PROVIDER_PRORATION``. Raises as ``swap``.
     """
-    return _change_item(user, "quantity", {"quantity": quantity}, None)[0]
+    return _change_item(billable, "quantity", {"quantity": quantity}, None)[0]
 
 
-def preview_swap(user, price, promotion_code=None):
+def preview_swap(billable, price, promotion_code=None):
     """Return Stripe's invoice preview of swapping to ``price``: ``{"amount_due", "currency",
     "proration_date", "lines"}``, amounts in minor units, times in Unix seconds.
 
@@ -235,18 +116,18 @@ def preview_swap(user, price, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    promotion = promotions.resolve(promotion_code, price, user, _seats(user))
-    subscription = _priced(user, lock=False)  # a read at Stripe: nothing changes there, nothing to serialise
+    promotion = promotions.resolve(promotion_code, price, billable, _seats(billable))
+    subscription = current.priced(billable, lock=False)  # a read at Stripe: nothing changes there, nothing to serialise
     item, provider = subscription.items[0], get_provider()
     quantity = item.quantity or 1
-    now = stripe_now(subscription)
+    now = current.stripe_now(subscription)
     details = {"items": [{"id": item.provider_id, "price": price}], "proration_date": now,
                "proration_behavior": prices.proration_for(provider, item.provider_price, quantity, price, quantity)}
     invoice = provider.preview_invoice(subscription.provider_id, details, promotion,
                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
     if invoice is None:
         raise NotSubscribed("The subscription will not renew, so a swap has nothing to preview.")
-    _issue_proration_date(subscription, now)
+    current.issue_proration_date(subscription, now)
     return {
         "amount_due": invoice.get("amount_due"),
         "currency": invoice.get("currency"),
@@ -263,7 +144,7 @@ def present_line(line):
             "period_start": period.get("start"), "period_end": period.get("end")}
 
 
-def cancel(user, at_period_end=True):
+def cancel(billable, at_period_end=True):
     """Cancel the live subscription at the period's end (a grace period) or now; return the row.
 
     A ``paused`` subscription (a trial that ended without a card) is cancelled now.
@@ -272,10 +153,10 @@ def cancel(user, at_period_end=True):
     the unused time is credited). A cancellation already scheduled is answered without a provider call.
     Raises ``NotSubscribed`` (409), ``ProviderRejected`` (502), ``ProviderUnavailable`` (503).
     """
-    subscriptions = _locked_subscriptions(user)
+    subscriptions = current.locked_subscriptions(billable)
     # A trial paused for want of a card has no period to run out: it can only end now.
-    paused = _paused(subscriptions)
-    subscription = live_subscription(subscriptions) or paused
+    paused = current.paused(subscriptions)
+    subscription = current.live_subscription(subscriptions) or paused
     if subscription is None:
         raise NotSubscribed()
     at_period_end = at_period_end and subscription is not paused
@@ -284,19 +165,20 @@ def cancel(user, at_period_end=True):
         return subscription
     if at_period_end:
         live = provider.update_subscription(subscription.provider_id, {"cancel_at_period_end": True},
-                                            provider_key(user, "cancel"))
+                                            provider_key(billable, "cancel"))
     else:
         # In dunning the period was never paid for: its unused time is no credit to give back, and
         # its open invoice is voided first, so that nothing collects it once the subscription is gone.
         prorate = current_app.config["PROVIDER_PRORATION"] != "none" and subscription.provider_status in VALID_STATUSES
         if subscription.provider_status not in VALID_STATUSES:
             provider.void_latest_invoice(provider.retrieve_subscription(subscription.provider_id))
-        live = provider.cancel_subscription(subscription.provider_id, provider_key(user, "cancel-now"), prorate=prorate)
-    return _write(user, live)
+        live = provider.cancel_subscription(subscription.provider_id, provider_key(billable, "cancel-now"),
+                                            prorate=prorate)
+    return current.write(billable, live)
 
 
-def resume(user):
-    """Withdraw the scheduled cancellation of the user's newest subscription; return the row.
+def resume(billable):
+    """Withdraw the scheduled cancellation of the billable's newest subscription; return the row.
 
     Only during the grace period: once it ended (or the provider ended the subscription) this is
     ``SubscriptionEnded`` (409), and the client starts a new subscription with
@@ -304,7 +186,7 @@ def resume(user):
     call. Raises ``NotSubscribed`` (409) without a subscription, or when it is paused (a card
     resumes it, not this).
     """
-    subscriptions = [s for s in _locked_subscriptions(user) if s.provider_status != "incomplete"]
+    subscriptions = [s for s in current.locked_subscriptions(billable) if s.provider_status != "incomplete"]
     subscription = plans.newest(subscriptions)
     if subscription is None:
         raise NotSubscribed()
@@ -317,5 +199,5 @@ def resume(user):
         return subscription
     # A cancellation scheduled with cancel_at (newer portals) is withdrawn by clearing cancel_at.
     params = {"cancel_at_period_end": False} if subscription.cancel_at_period_end else {"cancel_at": ""}
-    return _write(user, get_provider().update_subscription(subscription.provider_id, params,
-                                                           provider_key(user, "resume")))
+    return current.write(billable, get_provider().update_subscription(subscription.provider_id, params,
+                                                           provider_key(billable, "resume")))

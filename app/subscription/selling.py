@@ -2,14 +2,15 @@
 import hashlib
 import json
 
-from flask import make_response, request
+from flask import g, make_response, request
 
 from app.auth import recovery
-from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
+from app.auth.bearer import ability_required, auth_required, provider_calls_limited
 from app.billing import catalog, promotions
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.subscription import billing_details, service
+from app.subscription.billables import current_billable, resolved
 from app.subscription.selling_schemas import (
     BillingDetailsRequestSchema,
     BillingDetailsSchema,
@@ -73,34 +74,37 @@ def checkout(body):
     ``CHECKOUT_ALLOWED_HOSTS``; 502 ``provider_rejected``; 503 ``provider_unavailable``; 403
     ``email_unverified`` with ``AUTH_REQUIRE_VERIFIED_EMAIL`` until the address is verified.
     """
-    user = current_user_for_update()
-    recovery.require_verified_email(user)
-    promotion = promotions.resolve(body["promotion_code"], body["price"], user, body["quantity"])
-    service.ensure_customer(user)
-    # Committed before the session exists, as for an intent: its webhooks must find the user.
+    recovery.require_verified_email(g.current_user)
+    billable = current_billable()
+    quantity = billable.seat_count() or body["quantity"]
+    promotion = promotions.resolve(body["promotion_code"], body["price"], billable, quantity)
+    service.ensure_customer(billable)
+    # Committed before the session exists, as for an intent: its webhooks must find the billable.
     db.session.commit()
-    line = {"price": body["price"], "quantity": body["quantity"]}
+    line = {"price": body["price"], "quantity": quantity}
     urls = {"success_url": body["success_url"], "cancel_url": body["cancel_url"]}
-    return service.create_checkout(user, line, urls, promotion), 201
+    return service.create_checkout(billable, line, urls, promotion), 201
 
 
 @blp.route("/subscription/billing-details", methods=["GET"])
 @no_store
 @auth_required
 @ability_required("subscription:read")
+@resolved
 @provider_calls_limited
 @blp.response(200, BillingDetailsSchema, headers=NO_STORE)
 @blp.alt_response(502, response="BAD_GATEWAY")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def show_billing_details():
     """Return the name, address and tax ids on the user's Stripe customer, read from Stripe."""
-    return billing_details.read(current_user_for_update())
+    return billing_details.read(current_billable())
 
 
 @blp.route("/subscription/billing-details", methods=["PUT"])
 @no_store
 @auth_required
 @ability_required("subscription:write")
+@resolved
 @provider_calls_limited
 @blp.arguments(BillingDetailsRequestSchema)
 @blp.response(200, BillingDetailsSchema, headers=NO_STORE)
@@ -112,8 +116,7 @@ def put_billing_details(body):
 
     Stripe Tax reads them (``PROVIDER_AUTOMATIC_TAX``). 502 ``provider_rejected`` when Stripe refuses the address.
     """
-    user = current_user_for_update()
-    answer = billing_details.write(user, body["name"], body["address"])
+    answer = billing_details.write(current_billable(), body["name"], body["address"])
     db.session.commit()  # the customer, when this made it
     return answer
 
@@ -130,12 +133,13 @@ def add_tax_id(body):
 
     422 ``invalid_tax_id`` when Stripe refuses the type or the value's format. ``idempotent`` commits.
     """
-    return billing_details.add_tax_id(current_user_for_update(), body["type"], body["value"]), 201
+    return billing_details.add_tax_id(current_billable(), body["type"], body["value"]), 201
 
 
 @blp.route("/subscription/tax-ids/<string:tax_id>", methods=["DELETE"])
 @auth_required
 @ability_required("subscription:write")
+@resolved
 @provider_calls_limited
 @blp.response(204)
 @blp.alt_response(404, response="NOT_FOUND")
@@ -143,5 +147,6 @@ def add_tax_id(body):
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def delete_tax_id(tax_id):
     """Delete one of the user's tax ids at Stripe; another customer's, or an unknown one, is 404 ``not_found``."""
-    billing_details.delete_tax_id(current_user_for_update(), tax_id)
+    billing_details.delete_tax_id(current_billable(), tax_id)
     return ""
+

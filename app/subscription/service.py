@@ -1,4 +1,4 @@
-"""Subscription operations behind the user-facing endpoints. Nothing here commits."""
+"""Subscription operations behind the billable-facing endpoints. Nothing here commits."""
 import hashlib
 import json
 
@@ -6,110 +6,114 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.auth import profile
-from app.billing import objects, plans, portal, promotions, state
+from app.billing import objects, plans, portal, redemptions, state
 from app.billing.provider import get_provider
 from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES, VALID_STATUSES
 from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription
-from app.models.user import lock_user
 from app.notifications.kinds import ACCOUNT_EMAILS
 from app.pagination import newest_first
 
 
-def ensure_customer(user):
-    """Create the user's provider customer on first use and store it in ``users.provider_id``.
+def ensure_customer(billable):
+    """Create the billable's provider customer on first use and store it in its ``provider_id``.
 
     The caller should commit before creating anything for the customer, so that webhooks for it,
-    which may arrive at once, find the user. The idempotency key makes concurrent first calls
-    get the same customer; it is built from ``users.idempotency_token``, not the id, so that
+    which may arrive at once, find the billable. The idempotency key makes concurrent first calls
+    get the same customer; it is built from its ``idempotency_token``, not the id, so that
     another database sharing the Stripe account cannot reuse it (Stripe refuses a key reused
     with other parameters for 24 hours).
     """
-    if not user.provider_id:
-        user.provider_id = get_provider().create_customer(user.email, user.name, user.id,
-                                                          f"customer-{user.idempotency_token}")
-    return user.provider_id
+    if not billable.provider_id:
+        billable.provider_id = get_provider().create_customer(billable.stripe_email, billable.stripe_name,
+                                                              billable.customer_metadata(),
+                                                              f"customer-{billable.idempotency_token}")
+    return billable.provider_id
 
 
-def _open_subscription(user):
-    """Return the user's newest subscription still awaiting its first payment, or ``None``."""
-    incomplete = [s for s in user.subscriptions if s.provider_status == "incomplete"]
+def _open_subscription(billable):
+    """Return the billable's newest subscription still awaiting its first payment, or ``None``."""
+    incomplete = [s for s in billable.subscriptions if s.provider_status == "incomplete"]
     return max(incomplete, key=lambda s: s.id, default=None)
 
 
-def create_intent(user, price, promotion_code=None):
+def create_intent(billable, price, promotion_code=None):
     """Start (or resume) a subscription to ``price``; return ``(Subscription, client_secret, created)``.
 
     CONTRACT "/subscription/intent" and SPEC 4 rule 4: with a local incomplete subscription the
-    user's state is synced from the provider first (a payment may have cleared since the last
+    billable's state is synced from the provider first (a payment may have cleared since the last
     webhook). Then an active or trialing subscription raises ``AlreadySubscribed`` (409) and
     nothing is torn down, as does one in dunning (``past_due``, ``unpaid``), ``paused``, or a trial
     whose card is not saved yet; an
     incomplete one for the same price is returned as it is (``created=False``); one for another
-    price is cancelled and a new one is created, a free trial when it is the user's first
-    (``_trial_days``), whose ``client_secret`` is then its pending SetupIntent's. A per-user
+    price is cancelled and a new one is created, a free trial when it is the billable's first
+    (``_trial_days``), whose ``client_secret`` is then its pending SetupIntent's. A per-billable
     lock held to the end of the transaction makes concurrent calls create one subscription.
     ``promotion_code`` is a resolved promotion code id (``promotions.resolve``): the new subscription
-    carries its discount, and a pending one is reused only with the same. Raises ``UnknownPrice``
-    (422) and ``ProviderUnavailable`` (503).
+    carries its discount, and a pending one is reused only with the same, and for an organisation
+    only with its member count as quantity. Raises ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
     provider = get_provider()
-    _refuse_second_subscription(user, provider)
-    pending = _open_subscription(user)
-    if pending is not None and pending.provider_price == price and _promotion_of(pending) == promotion_code:
+    _refuse_second_subscription(billable, provider)
+    pending = _open_subscription(billable)
+    seats = billable.seat_count()
+    if (pending is not None and pending.provider_price == price and _promotion_of(pending) == promotion_code
+            and seats in (None, pending.quantity)):
         live = provider.retrieve_subscription(pending.provider_id)
         return pending, objects.client_secret_of(live), False
     if pending is not None:
         # Its client secret would still pay the abandoned invoice: voided first (CONTRACT "Changes to
         # the fourth round"), so that a retry after a failed cancel finds it void, not collectable.
         provider.void_latest_invoice(provider.retrieve_subscription(pending.provider_id))
-        state.apply_subscription(user, provider.cancel_subscription(pending.provider_id), state.live_as_of())
-    attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
-    trial_days = _trial_days(user, provider)
+        state.apply_subscription(billable, provider.cancel_subscription(pending.provider_id), state.live_as_of())
+    attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(billable.owns(Subscription)))
+    trial_days = _trial_days(billable, provider)
     # The trial is in the key: Stripe refuses a key reused with other parameters.
-    key = (f"subscription-{user.idempotency_token}-{attempt}-{price}" + (f"-trial-{trial_days}" if trial_days else "")
-           + (f"-{promotion_code}" if promotion_code else ""))
-    live = provider.create_subscription(ensure_customer(user), price, key, trial_days=trial_days,
+    # Every parameter is in the key (seats too: an organisation's members may change between retries).
+    key = (f"subscription-{billable.idempotency_token}-{attempt}-{price}"
+           + (f"-trial-{trial_days}" if trial_days else "") + (f"-{promotion_code}" if promotion_code else "")
+           + (f"-seats-{seats}" if seats else ""))
+    live = provider.create_subscription(ensure_customer(billable), price, key, trial_days=trial_days,
                                         promotion_code=promotion_code,
-                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
-    subscription = state.apply_subscription(user, live, state.live_as_of())
+                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"], quantity=seats)
+    subscription = state.apply_subscription(billable, live, state.live_as_of())
     # Recorded now: a ``once`` discount is gone from the subscription after its first invoice.
-    promotions.remember(user, promotion_code, live["id"])
-    plans.recompute_plan(user)
+    redemptions.remember(billable, promotion_code, live["id"])
+    plans.recompute_plan(billable)
     return subscription, objects.client_secret_of(live), True
 
 
-def _refuse_second_subscription(user, provider):
-    """Take the per-user lock, re-read an incomplete subscription, and raise ``AlreadySubscribed`` (409)
-    while the user has one that entitles, or one in dunning, paused or awaiting its trial's card.
+def _refuse_second_subscription(billable, provider):
+    """Take the per-billable lock, re-read an incomplete subscription, and raise ``AlreadySubscribed`` (409)
+    while the billable has one that entitles, or one in dunning, paused or awaiting its trial's card.
 
     Only the open subscription is read from Stripe, by id (a payment may have cleared since its
     webhook): never the customer's whole history, so a request's Stripe calls stay bounded.
     """
-    lock_user(user)
-    db.session.expire(user)
-    pending = _open_subscription(user)
+    billable.lock()
+    db.session.expire(billable)
+    pending = _open_subscription(billable)
     if pending is not None:
-        state.apply_subscription(user, provider.retrieve_subscription(pending.provider_id), state.live_as_of())
-        plans.recompute_plan(user)
-    if plans.entitled_subscription(user) is not None:
+        state.apply_subscription(billable, provider.retrieve_subscription(pending.provider_id), state.live_as_of())
+        plans.recompute_plan(billable)
+    if plans.entitled_subscription(billable) is not None:
         raise AlreadySubscribed()
-    # In dunning, paused or a trial awaiting its card, the subscription is still the user's: a card
+    # In dunning, paused or a trial awaiting its card, the subscription is still the billable's: a card
     # pays, resumes or starts it, where a second subscription would bill them twice (or trial twice).
-    stuck = next((s for s in user.subscriptions
+    stuck = next((s for s in billable.subscriptions
                   if s.provider_status in DUNNING_STATUSES | PAUSED_STATUSES or s.awaits_card()), None)
     if stuck is not None:
         raise AlreadySubscribed.needs_card(stuck.provider_status)
 
 
-def create_checkout(user, line, urls, promotion_code=None):
+def create_checkout(billable, line, urls, promotion_code=None):
     """Create a Stripe Checkout Session (``subscription`` mode) for ``line`` (``{"price", "quantity"}``)
     and return it as ``{"id", "url"}``.
 
-    The rules of ``create_intent``: under the per-user lock, ``AlreadySubscribed`` (409) while a
+    The rules of ``create_intent``: under the per-billable lock, ``AlreadySubscribed`` (409) while a
     subscription entitles or waits for a card, the first-subscription trial (``_trial_days``).
     ``urls`` is ``{"success_url", "cancel_url"}`` (checked against ``CHECKOUT_ALLOWED_HOSTS`` by the
     schema); ``promotion_code`` a resolved id, else the page takes one. The idempotency key holds
@@ -119,13 +123,13 @@ def create_checkout(user, line, urls, promotion_code=None):
     if line["price"] not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(line["price"])
     provider = get_provider()
-    _refuse_second_subscription(user, provider)
-    trial_days = _trial_days(user, provider)
-    attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
+    _refuse_second_subscription(billable, provider)
+    trial_days = _trial_days(billable, provider)
+    attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(billable.owns(Subscription)))
     automatic_tax = current_app.config["PROVIDER_AUTOMATIC_TAX"]
     terms = json.dumps([line, urls, trial_days, promotion_code, automatic_tax], sort_keys=True)
-    key = f"checkout-{user.idempotency_token}-{attempt}-{hashlib.sha256(terms.encode()).hexdigest()[:32]}"
-    session = provider.create_checkout_session(ensure_customer(user), line, urls, key, trial_days=trial_days,
+    key = f"checkout-{billable.idempotency_token}-{attempt}-{hashlib.sha256(terms.encode()).hexdigest()[:32]}"
+    session = provider.create_checkout_session(ensure_customer(billable), line, urls, key, trial_days=trial_days,
                                                promotion_code=promotion_code, automatic_tax=automatic_tax)
     return {"id": session["id"], "url": session["url"]}
 
@@ -135,32 +139,32 @@ def _promotion_of(subscription):
     return (subscription.discount or {}).get("promotion_code")
 
 
-def _trial_days(user, provider):
-    """``PROVIDER_TRIAL_DAYS`` for the user's first subscription, else 0 (CONTRACT "Additions (third round)").
+def _trial_days(billable, provider):
+    """``PROVIDER_TRIAL_DAYS`` for the billable's first subscription, else 0 (CONTRACT "Additions (third round)").
 
     Any subscription before, in any status, rules a trial out: one stored here, or one Stripe has
     for the customer and this database does not (made in the dashboard, or before a restore), or
     one of a deleted account with the same address (CONTRACT "Accounts").
     """
     days = current_app.config["PROVIDER_TRIAL_DAYS"]
-    if not days or user.subscriptions or profile.was_deleted_subscriber(user):
+    if not days or billable.subscriptions or profile.was_deleted_subscriber(billable):
         return 0
-    return 0 if user.provider_id and provider.has_subscriptions(user.provider_id) else days
+    return 0 if billable.provider_id and provider.has_subscriptions(billable.provider_id) else days
 
 
-def portal_url(user, return_url=None):
-    """Return the URL of a provider billing portal session for the user (creating the customer if needed).
+def portal_url(billable, return_url=None):
+    """Return the URL of a provider billing portal session for the billable (creating the customer if needed).
 
     The session runs under the service's portal configuration (``app.billing.portal``): plan changes
     only while the subscription entitles with nothing pending (not in dunning, no ``pending_update``,
     no trial awaiting its card), so the portal cannot go around ``409 payment_pending`` or dunning.
     """
     provider = get_provider()
-    subscription = plans.entitled_subscription(user)
+    subscription = plans.entitled_subscription(billable)
     plan_changes = subscription is not None and subscription.pending_price is None \
         and subscription.pending_quantity is None and subscription.provider_status in VALID_STATUSES
     configuration = portal.configuration_id(provider, plan_changes)
-    return provider.create_portal_session(ensure_customer(user), return_url, configuration)
+    return provider.create_portal_session(ensure_customer(billable), return_url, configuration)
 
 
 def list_notifications(user, limit=20, starting_after=None):

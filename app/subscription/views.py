@@ -4,25 +4,22 @@ from flask import g
 from app import idempotency, presentation
 from app.api import Blueprint
 from app.auth import recovery
-from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
+from app.auth.bearer import ability_required, auth_required, provider_calls_limited
 from app.billing import promotions
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.idempotency import idempotent
 from app.pagination import PageQuerySchema
-from app.presentation import InvoiceSchema
-from app.subscription import billing_pages, management, service
+from app.subscription import management, service
+from app.subscription.billables import current_billable, resolved
 from app.subscription.schemas import (
     CancelRequestSchema,
     IntentRequestSchema,
     IntentSchema,
-    InvoicePageQuerySchema,
-    InvoicePageSchema,
     NotificationPageSchema,
     PortalRequestSchema,
     PortalSchema,
     QuantityRequestSchema,
-    SetupIntentSchema,
     SubscriptionBodySchema,
     SubscriptionStateSchema,
     SwapPreviewQuerySchema,
@@ -37,10 +34,11 @@ blp = Blueprint("subscription", __name__, description="Subscription state and pa
 @blp.route("/subscription", methods=["GET"])
 @auth_required
 @ability_required("subscription:read")
+@resolved
 @blp.response(200, SubscriptionStateSchema)
 def show():
     """Return the entitled plan and the subscription that grants it (else the newest one, or null)."""
-    return presentation.present_subscription_state(g.current_user)
+    return presentation.present_subscription_state(g.billing_organization or g.current_user)
 
 
 # Every POST that changes billing takes an Idempotency-Key (CONTRACT "Additions (third round)").
@@ -49,9 +47,9 @@ KEYED = {"parameters": [idempotency.PARAMETER]}
 
 def keyed_write(view):
     """The decorators every billing POST that takes an ``Idempotency-Key`` shares: no caching, bearer
-    with ``subscription:write``, the per-user Stripe call limit, the key (which commits), and its
-    OpenAPI parameter."""
-    for decorate in reversed((no_store, auth_required, ability_required("subscription:write"),
+    with ``subscription:write``, the billable (``billables.resolved``: an organisation's role check),
+    the per-user Stripe call limit, the key (which commits), and its OpenAPI parameter."""
+    for decorate in reversed((no_store, auth_required, ability_required("subscription:write"), resolved,
                               provider_calls_limited, idempotent, blp.doc(**KEYED))):
         view = decorate(view)
     return view
@@ -77,14 +75,14 @@ def intent(body):
     verified. ``idempotent`` commits.
     """
     recovery.require_verified_email(g.current_user)
-    user = current_user_for_update()
+    billable = current_billable()
     # Resolved before anything is created at Stripe: a refused code changes nothing there.
-    promotion = promotions.resolve(body["promotion_code"], body["price"], user)
-    service.ensure_customer(user)
+    promotion = promotions.resolve(body["promotion_code"], body["price"], billable)
+    service.ensure_customer(billable)
     # Committed before the subscription is created: its webhooks may arrive before this request
-    # ends, and must find the user by the new customer id.
+    # ends, and must find the billable by the new customer id.
     db.session.commit()
-    subscription, client_secret, created = service.create_intent(user, body["price"], promotion)
+    subscription, client_secret, created = service.create_intent(billable, body["price"], promotion)
     return {"subscription": presentation.present_subscription(subscription), "client_secret": client_secret}, (
         201 if created else 200)
 
@@ -101,7 +99,7 @@ def portal(body):
 
     502 ``provider_rejected`` when Stripe refuses the session; 503 ``provider_unavailable``.
     """
-    return {"url": service.portal_url(current_user_for_update(), body["return_url"])}
+    return {"url": service.portal_url(current_billable(), body["return_url"])}
 
 
 def _changing(view):
@@ -132,7 +130,7 @@ def swap(body):
     ``unknown_price``, or ``validation_error`` for a ``proration_date`` that is not a preview's of the
     last 10 minutes. See ``management.swap``.
     """
-    subscription, pending = management.swap(current_user_for_update(), body["price"], body["proration_date"],
+    subscription, pending = management.swap(current_billable(), body["price"], body["proration_date"],
                                             body["promotion_code"])
     return {"subscription": presentation.present_subscription(subscription), "pending_update": pending}
 
@@ -141,6 +139,7 @@ def swap(body):
 @no_store
 @auth_required
 @ability_required("subscription:read")
+@resolved
 @provider_calls_limited
 @blp.arguments(SwapPreviewQuerySchema, location="query")
 @blp.response(200, SwapPreviewSchema, headers=NO_STORE)
@@ -150,7 +149,7 @@ def swap(body):
 def swap_preview(query):
     """Return Stripe's preview of a swap: what it charges now (a dearer price) or the next invoice with its
     credit (a cheaper one), in minor units, and the ``proration_date`` (now) to swap with within 10 minutes."""
-    preview = management.preview_swap(current_user_for_update(), query["price"], query["promotion_code"])
+    preview = management.preview_swap(current_billable(), query["price"], query["promotion_code"])
     db.session.commit()  # the proration date it issued, which the swap accepts
     return preview
 
@@ -161,7 +160,7 @@ def swap_preview(query):
 @blp.response(200, SubscriptionBodySchema, headers=NO_STORE)
 def cancel(body):
     """Cancel the live subscription at the period's end (default) or now. 409 ``not_subscribed``."""
-    subscription = management.cancel(current_user_for_update(), body["at_period_end"])
+    subscription = management.cancel(current_billable(), body["at_period_end"])
     return {"subscription": presentation.present_subscription(subscription)}
 
 
@@ -173,7 +172,7 @@ def resume():
 
     409 ``subscription_ended`` after it (start anew with ``/subscription/intent``), ``not_subscribed``.
     """
-    return {"subscription": presentation.present_subscription(management.resume(current_user_for_update()))}
+    return {"subscription": presentation.present_subscription(management.resume(current_billable()))}
 
 
 @blp.route("/subscription/quantity", methods=["POST"])
@@ -183,56 +182,8 @@ def resume():
 def quantity(body):
     """Set the seats (``quantity`` 1-10,000) of the live subscription; more seats are charged at once, fewer
     follow ``PROVIDER_PRORATION``; errors as ``/subscription/swap``."""
-    subscription = management.set_quantity(current_user_for_update(), body["quantity"])
+    subscription = management.set_quantity(current_billable(), body["quantity"])
     return {"subscription": presentation.present_subscription(subscription)}
-
-
-@blp.route("/subscription/invoices", methods=["GET"])
-@no_store
-@auth_required
-@ability_required("subscription:read")
-@provider_calls_limited
-@blp.arguments(InvoicePageQuerySchema, location="query")
-@blp.response(200, InvoicePageSchema, headers=NO_STORE)
-@blp.alt_response(502, response="BAD_GATEWAY")
-@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
-def invoices(query):
-    """Return the user's invoices as Stripe has them, newest first; page with ``starting_after`` (an invoice id).
-
-    422 ``validation_error`` when ``starting_after`` is not one of the user's invoices.
-    """
-    # The ORM user: the snapshot of the bearer check holds no customer id (``app.models.snapshots``).
-    rows, has_more = billing_pages.list_invoices(current_user_for_update(), **query)
-    return {"data": [presentation.present_invoice(invoice) for invoice in rows], "has_more": has_more}
-
-
-@blp.route("/subscription/invoices/upcoming", methods=["GET"])
-@no_store
-@auth_required
-@ability_required("subscription:read")
-@provider_calls_limited
-@blp.response(200, InvoiceSchema, headers=NO_STORE)
-@blp.alt_response(404, response="NOT_FOUND")
-@blp.alt_response(502, response="BAD_GATEWAY")
-@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
-def upcoming_invoice():
-    """Return Stripe's preview of the next renewal invoice; 404 ``not_found`` when nothing renews."""
-    return presentation.present_invoice(billing_pages.upcoming_invoice(current_user_for_update()))
-
-
-@blp.route("/subscription/payment-method", methods=["POST"])
-@keyed_write
-@blp.response(201, SetupIntentSchema, headers=NO_STORE)
-@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
-@blp.alt_response(502, response="BAD_GATEWAY")
-@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
-def payment_method():
-    """Start a card change: a SetupIntent for the user's customer (created on first use), to confirm client-side.
-
-    When Stripe's ``setup_intent.succeeded`` arrives the card becomes the default of the customer and of
-    the subscriptions, pays an open invoice in dunning and resumes a paused trial (``app.billing.card_change``).
-    """
-    return {"client_secret": billing_pages.setup_intent_secret(current_user_for_update())}, 201
 
 
 @blp.route("/notifications", methods=["GET"])

@@ -31,23 +31,23 @@ _SUBSCRIPTION_OBJECT = SubscriptionObjectSchema()
 _LIVEMODE = {"live": True, "test": False}
 
 
-def write_subscription(provider, user, event):
+def write_subscription(provider, billable, event):
     """Write the subscription row from an event carrying a subscription, never rolling it back.
 
     An event older than the newest applied is skipped, and the answer is ``"stale"``; one whose
-    subscription is another user's is ``"ignored"`` with a warning (else ``None``).
+    subscription is another billable's is ``"ignored"`` with a warning (else ``None``).
     Two events of the same second cannot be ordered by ``created``, so on a tie the live subscription
     is read and written instead; when the provider refuses that read (it knows no such subscription),
     the row is left as it is.
     """
     obj = event["data"]["object"]
     as_of = from_timestamp(event["created"])
-    existing = state.subscription_of(user, obj["id"])
-    if existing is None and state.owner_of_subscription(obj["id"]) not in (None, user.id):
-        # Signed, yet it names another user's subscription under this customer (Stripe never moves a
+    existing = state.subscription_of(billable, obj["id"])
+    if existing is None and state.owner_of_subscription(obj["id"]) not in (None, billable.billable_key):
+        # Signed, yet it names another billable's subscription under this customer (Stripe never moves a
         # subscription between customers): nothing here can be right to write, and a 5xx would only
         # bring the same body back for three days.
-        log.warning("event %s: subscription %s belongs to another user than customer %s; ignored",
+        log.warning("event %s: subscription %s belongs to another user or organisation than customer %s; ignored",
                     event["id"], obj["id"], obj.get("customer"))
         return "ignored"
     if state.is_stale(existing, as_of):
@@ -61,10 +61,10 @@ def write_subscription(provider, user, event):
             # A refusal is final: answering 5xx would only repeat it on every retry for days.
             log.warning("subscription %s of event %s is unknown to the provider", obj["id"], event["id"])
             return
-    state.apply_subscription(user, obj, as_of)
+    state.apply_subscription(billable, obj, as_of)
 
 
-def write_checkout(provider, user, event):
+def write_checkout(provider, billable, event):
     """Sync the subscription of a completed Checkout Session (SPEC 4 ``sync``: a live read, as of now).
 
     The session names its subscription by id; the live one is written whatever the order of the
@@ -74,15 +74,16 @@ def write_checkout(provider, user, event):
     subscription_id = objects.ref_id(event["data"]["object"].get("subscription"))
     if not subscription_id:
         return None
-    if state.owner_of_subscription(subscription_id) not in (None, user.id):
-        log.warning("event %s: subscription %s belongs to another user; ignored", event["id"], subscription_id)
+    if state.owner_of_subscription(subscription_id) not in (None, billable.billable_key):
+        log.warning("event %s: subscription %s belongs to another user or organisation; ignored", event["id"],
+                    subscription_id)
         return "ignored"
     try:
         live = provider.retrieve_subscription(subscription_id)
     except ProviderRejected:
         log.warning("subscription %s of event %s is unknown to the provider", subscription_id, event["id"])
         return None
-    state.apply_subscription(user, live, state.live_as_of())
+    state.apply_subscription(billable, live, state.live_as_of())
     return None
 
 
@@ -163,7 +164,7 @@ def process_event(event):
     The one path of deliveries and replays: the ledger, the ordering guard, ``webhook_handled``.
     Ignored: an event of the other mode (``PROVIDER_LIVEMODE``, not even recorded, as Pay does), of
     an unknown customer, or naming another user's subscription. The account's catalogue events
-    (``ACCOUNT_TYPES``) name no customer and reach the listeners with ``user=None``. Processing it, or finding it
+    (``ACCOUNT_TYPES``) name no customer and reach the listeners with ``billable=None``. Processing it, or finding it
     processed already, resolves its failure record. Raises ``ProviderUnavailable`` or any other
     error (5xx) when processing fails; the caller commits, or rolls back.
     """
@@ -174,13 +175,13 @@ def process_event(event):
     failures.resolve(event["id"])
     if not first:
         return "duplicate"
-    user = state.lock_customer(objects.customer_id_of(event["data"]["object"]))
-    if user is None and event["type"] not in ACCOUNT_TYPES:
+    billable = state.lock_customer(objects.customer_id_of(event["data"]["object"]))
+    if billable is None and event["type"] not in ACCOUNT_TYPES:
         return "ignored"
     writer = WRITERS.get(event["type"])
-    outcome = writer(get_provider(), user, event) if writer is not None else None
+    outcome = writer(get_provider(), billable, event) if writer is not None else None
     if outcome == "ignored":
         return outcome
     # A stale event still reaches the listeners: its notification is news even when its row is old.
-    webhook_handled.send(current_app._get_current_object(), event=event, user=user)
+    webhook_handled.send(current_app._get_current_object(), event=event, billable=billable)
     return outcome or "processed"

@@ -1,0 +1,76 @@
+"""``Billable``: what pays, a user or an organisation (STYLE "One billable concept"; Pay's ``Pay::Customer``
+``belongs_to :owner``, in our terms).
+
+A billable model has its own Stripe customer and billing columns, declared by the model with the same
+names (``provider_id``, ``plan``, ``pm_type``, ``pm_last_four``, ``pm_exp_month``, ``pm_exp_year``,
+``idempotency_token``, ``updated_at``) and a ``subscriptions`` relationship; rows it owns (subscriptions,
+promotion redemptions, notifications' subject) carry ``<kind>_id``. Billing code receives a billable and
+uses only that, so each rule of rounds 1-4 has one path whatever pays.
+"""
+from sqlalchemy import update
+
+from app.extensions import db
+from app.timeutil import utcnow
+
+
+class Billable:
+    """Mixin of ``User`` and ``Organization``; ``kind`` names the model and its foreign-key column."""
+
+    kind: str  # "user" or "organization": rows owned by a billable have a "<kind>_id" column
+
+    @property
+    def billable_key(self):
+        """``"<kind>:<id>"``: the key of its rate limits, logs and ``sync`` reports (unique across kinds)."""
+        return f"{self.kind}:{self.id}"
+
+    @property
+    def stripe_email(self):
+        """The Stripe customer's ``email``: where Stripe sends receipts and invoices."""
+        raise NotImplementedError
+
+    @property
+    def stripe_name(self):
+        """The Stripe customer's ``name``."""
+        raise NotImplementedError
+
+    def customer_metadata(self):
+        """The Stripe customer's ``metadata``: ``{"<kind>_id": "<id>"}``, to find us from the Dashboard."""
+        return {f"{self.kind}_id": str(self.id)}
+
+    def recipients(self):
+        """The users notified of its billing (``User`` list): the user, or the organisation's owner and admins."""
+        raise NotImplementedError
+
+    def redeemer_keys(self):
+        """The keys its promotion redemptions and trial records are kept under, which outlive it (SHA-256 hex)."""
+        raise NotImplementedError
+
+    def seat_count(self):
+        """The quantity its subscription must have, or ``None`` when the client chooses (a user's own)."""
+        return None
+
+    def notification_data(self):
+        """What a notification about its billing adds to ``data`` (``{}`` for a user's own)."""
+        return {}
+
+    def owner_columns(self):
+        """``{"<kind>_id": id}``: the foreign key of a row this billable owns, for the row's constructor."""
+        return {f"{self.kind}_id": self.id}
+
+    def owns(self, model):
+        """The SQL condition "``model``'s row belongs to this billable" (``model`` has a ``<kind>_id`` column)."""
+        return getattr(model, f"{self.kind}_id") == self.id
+
+    def lock(self):
+        """Serialise billing work on this billable (and, for a user, token creation) until the transaction ends.
+
+        An UPDATE rather than ``SELECT ... FOR UPDATE`` because it locks on PostgreSQL and SQLite alike
+        (on SQLite it takes the write lock at once, so a later write cannot fail on a stale snapshot).
+        """
+        lock_row(type(self), self.id)
+
+
+def lock_row(model, row_id):
+    """Touch the row's ``updated_at`` in an UPDATE: the row lock ``Billable.lock`` and ``lock_user`` take."""
+    db.session.execute(update(model).where(model.id == row_id).values(updated_at=utcnow())
+                       .execution_options(synchronize_session=False))

@@ -1,0 +1,119 @@
+"""Organisations (CONTRACT "Additions (fifth round)", "Organisations"): a billable of its own, its members
+and their roles, and the invitations it sent.
+
+Ids are opaque strings (``org_...``, ``inv_...``) from 96 random bits: never reused, never guessed.
+"""
+import secrets
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, SmallInteger, String, UniqueConstraint, func, select
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.account import address_sha256
+from app.models.billable import Billable
+from app.models.types import UTCDateTime
+from app.models.user import User
+from app.timeutil import utcnow
+
+OWNER, ADMIN, MEMBER = "owner", "admin", "member"
+# The roles that manage members, invitations and billing.
+MANAGERS = frozenset({OWNER, ADMIN})
+
+
+def _opaque(prefix):
+    return lambda: f"{prefix}_{secrets.token_hex(12)}"
+
+
+class Organization(Billable, db.Model):
+    """A team that pays for itself: its own Stripe customer (``provider_id``), billing columns as ``User``'s.
+
+    ``billing_email`` is the Stripe customer's ``email`` when set, else the owner's address is.
+    """
+
+    kind = "organization"
+    __tablename__ = "organizations"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=_opaque("org"))
+    name: Mapped[str] = mapped_column(String(255))
+    billing_email: Mapped[str | None] = mapped_column(String(320))
+    provider_id: Mapped[str | None] = mapped_column(String(255), unique=True)
+    plan: Mapped[str | None] = mapped_column(String(64))
+    pm_type: Mapped[str | None] = mapped_column(String(32))
+    pm_last_four: Mapped[str | None] = mapped_column(String(4))
+    pm_exp_month: Mapped[int | None] = mapped_column(SmallInteger)
+    pm_exp_year: Mapped[int | None] = mapped_column(SmallInteger)
+    idempotency_token: Mapped[str] = mapped_column(String(32), unique=True, default=lambda: secrets.token_hex(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    subscriptions = relationship("Subscription", back_populates="organization", passive_deletes=True,
+                                 order_by="Subscription.id")
+
+    def members_with(self, roles):
+        """The users holding one of ``roles``, oldest member first."""
+        return db.session.scalars(select(User).join(Membership, Membership.user_id == User.id).where(
+            Membership.organization_id == self.id, Membership.role.in_(roles))
+            .order_by(Membership.joined_at, User.id)).all()
+
+    @property
+    def stripe_email(self):
+        if self.billing_email:
+            return self.billing_email
+        owners = self.members_with([OWNER])
+        return owners[0].email if owners else None
+
+    @property
+    def stripe_name(self):
+        return self.name
+
+    def recipients(self):
+        return self.members_with(MANAGERS)
+
+    def notification_data(self):
+        return {"organization": {"id": self.id, "name": self.name}}
+
+    def redeemer_keys(self):
+        """Its id, hashed as addresses are (ids are never reused, so the records outlive it)."""
+        return [address_sha256(f"organization:{self.id}")]
+
+    def seat_count(self):
+        """Its members (seats follow members, ``app.organizations.seats``)."""
+        return db.session.scalar(select(func.count()).select_from(Membership)
+                                 .where(Membership.organization_id == self.id))
+
+    def __repr__(self):
+        return f"<Organization {self.id} {self.name!r}>"
+
+
+class Membership(db.Model):
+    """A user's place in an organisation: ``role`` is ``owner`` (exactly one), ``admin`` or ``member``."""
+
+    __tablename__ = "organization_members"
+
+    organization_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"),
+                                                 primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    joined_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    user = relationship("User")
+    organization = relationship("Organization")
+
+
+class Invitation(db.Model):
+    """A pending invitation. Its link's token is signed, never stored (``organizations.invitations``):
+    deleting the row (revoked, accepted) kills the link."""
+
+    __tablename__ = "organization_invitations"
+    __table_args__ = (UniqueConstraint("organization_id", "email"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=_opaque("inv"))
+    organization_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str] = mapped_column(String(320))
+    role: Mapped[str] = mapped_column(String(16))
+    invited_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    organization = relationship("Organization")

@@ -1,0 +1,110 @@
+"""Invitations to an organisation (CONTRACT "Organisations"): an email with a signed link, accepted only by
+the invited, verified address. Nothing here commits.
+
+The token is ``itsdangerous``-signed with ``SECRET_KEY`` under a salt of its own (so no other email
+token is one), carries the invitation's id and address, and is never stored, logged or listed: the
+delivery worker mints it into the email as it sends (``email_tokens.link``). It is good while its invitation row
+exists and has not expired: revoking or accepting deletes the row, and the link is dead.
+"""
+from datetime import timedelta
+
+from flask import current_app
+from sqlalchemy import select
+
+from app import email_tokens
+from app.auth.service import normalise_email
+from app.errors import EmailUnverified, InvalidEmailToken
+from app.extensions import db, limiter
+from app.models import User
+from app.models.organization import MEMBER, Invitation, Membership
+from app.notifications import notify_account, notify_membership
+from app.organizations import seats
+from app.organizations.errors import AlreadyInvited, AlreadyMember, EmailMismatch, InvitationNotFound
+from app.timeutil import utcnow
+
+RATE_LIMIT_SCOPE = "organization-invitations"
+
+
+def invite(organization, inviter, email, role=MEMBER):
+    """Invite ``email`` as ``role``; return the ``Invitation``, its email queued to the address.
+
+    ``ORGANIZATION_INVITATION_RATE_LIMIT`` per organisation (429), counted once the caller may invite.
+    Raises ``AlreadyMember`` / ``AlreadyInvited`` (409).
+    """
+    email = normalise_email(email)
+    member = db.session.scalar(select(Membership.user_id).join(User, User.id == Membership.user_id).where(
+        Membership.organization_id == organization.id, User.email == email))
+    if member is not None:
+        raise AlreadyMember()
+    pending = _pending(organization, email)
+    if pending is not None:
+        raise AlreadyInvited()
+    limiter.hit(current_app.config["ORGANIZATION_INVITATION_RATE_LIMIT"], RATE_LIMIT_SCOPE, organization.id)
+    # An expired invitation of the address is replaced: the unique key holds one per address.
+    db.session.execute(Invitation.__table__.delete().where(Invitation.organization_id == organization.id,
+                                                           Invitation.email == email))
+    now = utcnow()
+    invitation = Invitation(organization_id=organization.id, email=email, role=role, invited_by=inviter.id,
+                            created_at=now,
+                            expires_at=now + timedelta(minutes=current_app.config["ORGANIZATION_INVITATION_TTL"]))
+    db.session.add(invitation)
+    db.session.flush()
+    # Queued as the inviter's account email, to the invitee's address (it may have no account yet).
+    notify_account(inviter, "invitation", {"email": email, "invitation": invitation.id,
+                                           "organization": {"id": organization.id, "name": organization.name}})
+    return invitation
+
+
+def _pending(organization, email):
+    return db.session.scalars(select(Invitation).where(
+        Invitation.organization_id == organization.id, Invitation.email == email,
+        Invitation.expires_at > utcnow())).first()
+
+
+def pending(organization):
+    """The organisation's invitations that have not expired, oldest first."""
+    return db.session.scalars(select(Invitation).where(
+        Invitation.organization_id == organization.id, Invitation.expires_at > utcnow())
+        .order_by(Invitation.created_at, Invitation.id)).all()
+
+
+def revoke(organization, invitation_id):
+    """Delete a pending invitation (its link dies with it); ``InvitationNotFound`` (404)."""
+    invitation = db.session.get(Invitation, invitation_id) if isinstance(invitation_id, str) else None
+    if invitation is None or invitation.organization_id != organization.id:
+        raise InvitationNotFound()
+    db.session.delete(invitation)
+
+
+def _redeemable(token):
+    """The pending ``Invitation`` a token names; ``InvalidEmailToken`` (400 ``invalid_token``) for a
+    malformed, tampered, expired, revoked or used one."""
+    payload = email_tokens.read_invitation_token(token)
+    invitation = db.session.get(Invitation, payload["i"])
+    if invitation is None or invitation.email != payload["e"] or invitation.expires_at <= utcnow():
+        raise InvalidEmailToken()
+    return invitation
+
+
+def accept(user, token):
+    """Join the organisation of the invitation ``token`` as its role; return the new ``Membership``.
+
+    The caller's verified address must be the invited one (``EmailUnverified``, ``EmailMismatch``: 403).
+    The seat is paid first, at Stripe, under the organisation's lock (``seats.set_seats``): declined,
+    ``SeatDeclined`` (402), and nobody is added; the invitation stays valid.
+    """
+    invitation = _redeemable(token)
+    if user.email != invitation.email:
+        raise EmailMismatch()
+    if user.email_verified_at is None:
+        raise EmailUnverified("Verify your email address first: the invitation is for a verified address.")
+    organization = invitation.organization
+    organization.lock()
+    if db.session.get(Membership, (organization.id, user.id)) is not None:
+        raise AlreadyMember("You are already a member of this organisation.")
+    seats.set_seats(organization, seats.member_count(organization) + 1, "accept")
+    notify_membership(organization, "member_joined", user, {"role": invitation.role})
+    membership = Membership(organization_id=organization.id, user_id=user.id, role=invitation.role)
+    db.session.add(membership)
+    db.session.delete(invitation)
+    return membership

@@ -1,0 +1,153 @@
+"""Organisations, their members and roles (CONTRACT "Organisations"). Nothing here commits: the view does.
+
+Who may call what is checked by the view (``access``); these functions take the organisation and the
+caller's membership as found there. Seats follow members through ``seats``, provider-first.
+"""
+from sqlalchemy import delete, select
+
+from app.auth.profile import delete_customer
+from app.auth.recovery import check_password
+from app.billing.provider import get_provider
+from app.extensions import db
+from app.models.organization import ADMIN, MANAGERS, OWNER, Invitation, Membership, Organization
+from app.notifications import notify_membership
+from app.organizations import seats
+from app.organizations.access import require
+from app.organizations.errors import MemberNotFound, OwnerMustTransfer, OwnsOrganization
+from app.pagination import InvalidCursor
+
+
+def create(user, name):
+    """Create an organisation with ``user`` as its owner; return it. No Stripe customer yet (made on first use)."""
+    organization = Organization(name=name)
+    db.session.add(organization)
+    db.session.flush()
+    db.session.add(Membership(organization_id=organization.id, user_id=user.id, role=OWNER))
+    return organization
+
+
+def memberships_of(user, limit=20, starting_after=None):
+    """Return ``(memberships, has_more)``: the user's memberships, newest joined first, each with its organisation.
+
+    ``starting_after`` is an organisation id of the previous page; one the user is not in is
+    ``InvalidCursor`` (422).
+    """
+    query = (select(Membership).where(Membership.user_id == user.id)
+             .order_by(Membership.joined_at.desc(), Membership.organization_id.desc()))
+    if starting_after is not None:
+        after = db.session.get(Membership, (starting_after, user.id))
+        if after is None:
+            raise InvalidCursor.for_id(starting_after)
+        query = query.where((Membership.joined_at < after.joined_at) | (
+            (Membership.joined_at == after.joined_at) & (Membership.organization_id < after.organization_id)))
+    rows = db.session.scalars(query.limit(limit + 1)).all()
+    return rows[:limit], len(rows) > limit
+
+
+def members(organization, limit=20, starting_after=None):
+    """Return ``(memberships, has_more)``: the members, by user id ascending, after the user id ``starting_after``."""
+    query = select(Membership).where(Membership.organization_id == organization.id)
+    if starting_after is not None:
+        query = query.where(Membership.user_id > starting_after)
+    rows = db.session.scalars(query.order_by(Membership.user_id).limit(limit + 1)).all()
+    return rows[:limit], len(rows) > limit
+
+
+def update(organization, name=None, billing_email=None):
+    """Rename the organisation and/or set its billing email; return it.
+
+    ``billing_email`` is the Stripe customer's ``email``: written at Stripe first, so a failure there
+    (``ProviderUnavailable``, 503) changes nothing here.
+    """
+    organization.lock()
+    if billing_email is not None and organization.provider_id:
+        get_provider().update_customer_email(organization.provider_id, billing_email)
+    if billing_email is not None:
+        organization.billing_email = billing_email
+    if name is not None:
+        organization.name = name
+    return organization
+
+
+def _member(organization, user_id):
+    found = db.session.get(Membership, (organization.id, user_id)) if isinstance(user_id, int) else None
+    if found is None:
+        raise MemberNotFound()
+    return found
+
+
+def set_role(organization, user_id, role):
+    """Make the member ``user_id`` an ``admin`` or ``member``; return the membership. The owner's role
+    changes only by transfer (``OwnerMustTransfer``, 409); ``MemberNotFound`` (404)."""
+    member = _member(organization, user_id)
+    if member.role == OWNER:
+        raise OwnerMustTransfer("The owner's role changes only by transferring the organisation.")
+    member.role = role
+    return member
+
+
+def remove(organization, caller, user_id):
+    """Remove the member ``user_id`` (``caller`` is the acting membership: a manager, or the member itself).
+
+    The owner cannot leave or be removed (``OwnerMustTransfer``, 409); anyone else removing another
+    member needs a manager's role (``Forbidden``, 403). The seat goes first, at Stripe, under the
+    organisation's lock (``seats.set_seats``): if Stripe fails, the member stays.
+    """
+    if caller.user_id != user_id:
+        require(caller, MANAGERS)
+    organization.lock()
+    member = _member(organization, user_id)
+    if member.role == OWNER:
+        raise OwnerMustTransfer()
+    seats.set_seats(organization, seats.member_count(organization) - 1, "remove")
+    db.session.delete(member)
+    db.session.flush()
+    notify_membership(organization, "member_left", member.user,
+                      {"reason": "left" if caller.user_id == user_id else "removed"})
+
+
+def transfer(organization, owner, user_id, password):
+    """Make the member ``user_id`` the owner and the old owner an admin; return the organisation.
+
+    ``password`` is the owner's (``WrongPassword``, 403); ``MemberNotFound`` (404).
+    """
+    check_password(owner.user, password)
+    organization.lock()
+    member = _member(organization, user_id)
+    if member.user_id != owner.user_id:
+        owner.role, member.role = ADMIN, OWNER
+    return organization
+
+
+def delete_organization(organization, owner, password):
+    """Delete the organisation, Stripe first (as ``DELETE /auth/me``): its live subscription cancelled now
+    and its customer deleted; then members, invitations, subscriptions and the row. ``WrongPassword``
+    (403); ``ProviderUnavailable`` (503) deletes nothing here."""
+    check_password(owner.user, password)
+    _delete(organization)
+
+
+def _delete(organization):
+    organization.lock()
+    if organization.provider_id:
+        delete_customer(organization)
+    db.session.execute(delete(Invitation).where(Invitation.organization_id == organization.id))
+    db.session.execute(delete(Organization).where(Organization.id == organization.id)
+                       .execution_options(synchronize_session=False))
+
+
+def release_account(user):
+    """Before ``user``'s account is deleted: refuse (``OwnsOrganization``, 409) while they own an organisation
+    with other members; delete each one they are the only member of (Stripe first); leave the others,
+    each seat lowered at Stripe first (``remove``)."""
+    owned = []
+    for member in db.session.scalars(select(Membership).where(Membership.user_id == user.id)).all():
+        if member.role == OWNER and seats.member_count(member.organization) > 1:
+            owned.append(member.organization_id)
+    if owned:
+        raise OwnsOrganization.for_organizations(sorted(owned))
+    for member in db.session.scalars(select(Membership).where(Membership.user_id == user.id)).all():
+        if member.role == OWNER:
+            _delete(member.organization)
+        else:
+            remove(member.organization, member, user.id)

@@ -1,0 +1,198 @@
+"""An organisation's billing (CONTRACT "Organisations"): the user's billing endpoints under
+``/organizations/<id>``, owner and admins only, and seats that follow members, provider-first.
+
+Through HTTP, the real stripe SDK, the emulator and its real webhooks, as tests/test_subscription_management.py.
+"""
+import re
+from types import SimpleNamespace
+
+import pytest
+from sqlalchemy import select
+
+from app import email_tokens
+from app.extensions import db
+from app.models import Membership, User
+from app.timeutil import utcnow
+from tests.conftest import bearer, login, register
+from tests.test_billing_flow import start_flow
+
+SEAT = 900  # the basic price, minor units a seat a month
+
+
+@pytest.fixture
+def flow(live, emulator, stripe_client, prices):
+    return start_flow(live, emulator, stripe_client, prices)
+
+
+class Team:
+    """Ada (the flow's user) owns Acme; people join through invitations, as the client app would."""
+
+    def __init__(self, flow):
+        self.flow, self.client, self.app = flow, flow.client, flow.app
+        self.ada = flow.headers
+        self.org = self.client.post("/organizations", json={"name": "Acme"}, headers=self.ada).json["id"]
+        self.base = f"/organizations/{self.org}"
+        self.headers = {}
+
+    def person(self, name):
+        """A registered user with a verified address; return their headers."""
+        email = f"{name}@example.com"
+        register(self.client, email=email, name=name)
+        with self.app.app_context():
+            db.session.scalars(select(User).where(User.email == email)).one().email_verified_at = utcnow()
+            db.session.commit()
+        self.headers[name] = bearer(login(self.client, email=email))
+        return self.headers[name]
+
+    def token(self, invitation):
+        """The token the invitation email carries (minted as the delivery worker mints it)."""
+        with self.app.app_context():
+            data = {"invitation": invitation["id"], "email": invitation["email"]}
+            link = email_tokens.link(SimpleNamespace(kind="invitation", data=data), None)
+        return re.search(r"token=([\w.\-]+)", link).group(1)
+
+    def invite(self, name, role="member"):
+        answer = self.client.post(f"{self.base}/invitations", json={"email": f"{name}@example.com", "role": role},
+                                  headers=self.ada)
+        assert answer.status_code == 201, answer.json
+        return answer.json
+
+    def accept(self, name, invitation):
+        return self.client.post("/organizations/invitations/accept", json={"token": self.token(invitation)},
+                                headers=self.headers[name])
+
+    def join(self, name, role="member"):
+        self.person(name)
+        answer = self.accept(name, self.invite(name, role))
+        assert answer.status_code == 200, answer.json
+        return answer.json
+
+    def subscribe(self, card="pm_card_visa"):
+        started = self.client.post(f"{self.base}/subscription/intent", json={"price": self.flow.prices["basic"]},
+                                   headers=self.ada)
+        assert started.status_code == 201, started.json
+        self.flow.pay(started.json["client_secret"], card)
+        self.flow.deliver()
+        return started.json["subscription"]["id"]
+
+    def members(self):
+        with self.app.app_context():
+            return db.session.query(Membership).filter_by(organization_id=self.org).count()
+
+    def stripe_quantity(self, subscription_id):
+        return self.flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"]["data"][0]["quantity"]
+
+
+@pytest.fixture
+def team(flow):
+    return Team(flow)
+
+
+def test_an_organization_subscribes_per_member_on_its_own_customer(team):
+    team.join("bob", "admin")
+    subscription_id = team.subscribe()
+    assert team.stripe_quantity(subscription_id) == 2
+    shown = team.client.get(f"{team.base}/subscription", headers=team.ada).json
+    assert shown["plan"] == "basic" and shown["subscription"]["quantity"] == 2
+    organization = team.client.get(team.base, headers=team.headers["bob"]).json
+    assert organization["plan"] == "basic" and organization["seats"] == {"members": 2, "invitations": 0, "paid": 2}
+    assert organization["card"] == {"brand": "visa", "last4": "4242"}
+    assert team.flow.me()["plan"] == "free", "the owner's own plan is the owner's"
+    customer = team.flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
+    assert team.flow.stripe.v1.customers.retrieve(customer).metadata.to_dict() == {"organization_id": team.org}
+    invoices = team.client.get(f"{team.base}/subscription/invoices", headers=team.headers["bob"]).json["data"]
+    assert [invoice["amount_paid"] for invoice in invoices] == [2 * SEAT]
+    for headers in (team.ada, team.headers["bob"]):  # owner and admins, each their own row
+        subscribed = [n for n in team.client.get("/notifications", headers=headers).json["data"]
+                      if n["kind"] == "subscribed"]
+        assert [n["data"]["organization"] for n in subscribed] == [{"id": team.org, "name": "Acme"}]
+    assert team.client.get("/auth/me", headers=team.headers["bob"]).json["organizations"] == [
+        {"id": team.org, "name": "Acme", "role": "admin", "plan": "basic"}]
+
+
+def test_a_member_cannot_manage_billing_and_a_stranger_sees_nothing(team):
+    team.join("cy")
+    eve = team.person("eve")
+    for path, method in (("/subscription", "get"), ("/subscription/intent", "post"), ("/subscription/portal", "post"),
+                         ("/subscription/invoices", "get"), ("/subscription/cancel", "post"),
+                         ("/subscription/billing-details", "get"), ("/subscription/payment-method", "post")):
+        body = {"price": team.flow.prices["basic"]} if method == "post" else None
+        member = getattr(team.client, method)(team.base + path, json=body, headers=team.headers["cy"])
+        assert member.status_code == 403 and member.json["error"]["code"] == "forbidden", path
+        stranger = getattr(team.client, method)(team.base + path, json=body, headers=eve)
+        assert stranger.status_code == 404, path
+
+
+def test_no_request_sets_an_organizations_quantity(team):
+    subscription_id = team.subscribe()
+    for path, body in (("/subscription/intent", {"price": team.flow.prices["basic"], "quantity": 9}),
+                       ("/subscription/checkout", {"price": team.flow.prices["basic"], "quantity": 9,
+                                                   "success_url": "http://localhost:3000/ok",
+                                                   "cancel_url": "http://localhost:3000/no"}),
+                       ("/subscription/swap", {"price": team.flow.prices["pro"], "quantity": 9})):
+        refused = team.client.post(team.base + path, json=body, headers=team.ada)
+        assert refused.status_code == 422 and "quantity" in refused.json["error"]["details"], path
+    missing = team.client.post(f"{team.base}/subscription/quantity", json={"quantity": 9}, headers=team.ada)
+    assert missing.status_code in (404, 405)
+    assert team.stripe_quantity(subscription_id) == 1
+
+
+def test_accepting_pays_the_seat_first_and_leaving_lowers_it(team):
+    subscription_id = team.subscribe()
+    team.join("bob", "admin")
+    team.join("cy")
+    assert team.stripe_quantity(subscription_id) == team.members() == 3
+    invoices = team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data
+    assert sorted(invoice.billing_reason for invoice in invoices) == [
+        "subscription_create", "subscription_update", "subscription_update"], "each seat charged at once"
+    assert all(invoice.status == "paid" for invoice in invoices)
+    cy_id = team.client.get("/auth/me", headers=team.headers["cy"]).json["id"]
+    assert team.client.delete(f"{team.base}/members/{cy_id}", headers=team.headers["cy"]).status_code == 204
+    assert team.stripe_quantity(subscription_id) == team.members() == 2
+    bob_id = team.client.get("/auth/me", headers=team.headers["bob"]).json["id"]
+    assert team.client.delete(f"{team.base}/members/{bob_id}", headers=team.ada).status_code == 204
+    assert team.stripe_quantity(subscription_id) == team.members() == 1
+
+
+def test_a_declined_seat_adds_nobody_and_the_invitation_stays(team):
+    subscription_id = team.subscribe()
+    customer = team.flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
+    method = team.flow.stripe.v1.payment_methods.attach("pm_card_chargeCustomerFail", params={"customer": customer})
+    team.flow.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": method.id})
+    team.flow.deliver()
+    team.person("cy")
+    invitation = team.invite("cy")
+    declined = team.accept("cy", invitation)
+    assert declined.status_code == 402 and declined.json["error"]["code"] == "payment_required"
+    assert not declined.json["error"].get("details"), "the invoice is the owner's business"
+    assert team.members() == 1 and team.stripe_quantity(subscription_id) == 1
+    assert team.client.get(team.base, headers=team.headers["cy"]).status_code == 404
+    listed = team.client.get(f"{team.base}/invitations", headers=team.ada).json["data"]
+    assert [i["id"] for i in listed] == [invitation["id"]], "the invitation is still valid"
+    team.flow.deliver()
+    kinds = [n for n in team.client.get("/notifications", headers=team.ada).json["data"]]
+    failed = [n for n in kinds if n["kind"] in ("payment_failed", "swap_payment_failed")]
+    assert failed and failed[0]["data"]["organization"] == {"id": team.org, "name": "Acme"}
+
+
+def test_reconcile_sets_drifted_seats_back_without_charging(team):
+    subscription_id = team.subscribe()
+    team.join("bob")
+    item = team.flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"]["data"][0]
+    # A quantity changed in the Dashboard: drift, nobody's purchase.
+    team.flow.stripe.v1.subscriptions.update(subscription_id, params={
+        "items": [{"id": item.id, "quantity": 5}], "proration_behavior": "none"})
+    team.flow.deliver()
+    invoices_before = len(team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data)
+    runner = team.app.test_cli_runner()
+    dry = runner.invoke(args=["reconcile", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert f"{team.org} (Acme): seats 5 -> 2 (dry run: not set)" in dry.output
+    assert team.stripe_quantity(subscription_id) == 5
+    fixed = runner.invoke(args=["reconcile"])
+    assert fixed.exit_code == 0, fixed.output
+    assert f"{team.org} (Acme): seats 5 -> 2" in fixed.output
+    assert team.stripe_quantity(subscription_id) == team.members() == 2
+    assert len(team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data) == invoices_before
+    again = runner.invoke(args=["reconcile"])
+    assert "seats" not in again.output, "nothing drifted any more"
