@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import requests
 import stripe
 
-from app.billing.provider import InvalidProrationDate
+from app.billing.provider_errors import InvalidProrationDate
 from app.errors import ProviderRejected, ProviderUnavailable, UnknownPrice
 from app.pagination import InvalidCursor
 

@@ -27,7 +27,7 @@ from stripe.params.billing_portal import (
     SessionCreateParams,
 )
 
-from app.billing.provider import InvalidTaxId
+from app.billing.provider_errors import InvalidTaxId
 from app.billing.stripe_calls import cursor_refused, one_line, provider_call
 from app.errors import NotFound
 

@@ -26,7 +26,8 @@ from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateP
 from app import jsonbody
 from app.billing import sync
 from app.billing.objects import CHECKOUT_ORIGIN
-from app.billing.provider import ChangeDeclined, SubscriptionProvider
+from app.billing.provider import SubscriptionProvider
+from app.billing.provider_errors import ChangeDeclined
 from app.billing.stripe_calls import client_values_refused, one_line, provider_call, requests_session
 from app.billing.stripe_customers import CustomerCalls
 from app.errors import InvalidJson, InvalidSignature, UnknownPrice

@@ -8,7 +8,8 @@ from datetime import timedelta
 from sqlalchemy import bindparam, delete, text
 
 from app.billing import objects, plans, state
-from app.billing.provider import InvalidProrationDate, get_provider
+from app.billing.provider import get_provider
+from app.billing.provider_errors import InvalidProrationDate
 from app.billing.statuses import DUNNING_STATUSES, LIVE_STATUSES, PAUSED_STATUSES
 from app.errors import Conflict
 from app.extensions import db

@@ -13,7 +13,8 @@ from flask import current_app
 
 from app import presentation
 from app.billing import objects, plans, prices, promotions, redemptions
-from app.billing.provider import ChangeDeclined, get_provider
+from app.billing.provider import get_provider
+from app.billing.provider_errors import ChangeDeclined
 from app.billing.statuses import PAUSED_STATUSES, TERMINAL_STATUSES, VALID_STATUSES
 from app.errors import UnknownPrice
 from app.idempotency import provider_key
