@@ -44,6 +44,9 @@ def planned_changes(store: Store, sub: dict, entries: list) -> list[tuple[dict, 
         item = find_item(sub, entry["id"], f"items[{i}][id]")
         price = subscribable(store, entry["price"], f"items[{i}][price]", sub["currency"]) if entry.get("price") \
             else item["price"]
+        if "quantity" not in item:
+            raise StripeError(400, "The emulator changes a metered item by deleting it and adding the new price.",
+                              param=f"items[{i}][id]")
         quantity = int(entry["quantity"]) if entry.get("quantity") not in (None, "") else item["quantity"]
         if quantity < 1:
             raise StripeError(400, "Invalid integer: quantity must be at least 1.",
@@ -159,7 +162,7 @@ def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool)
     (invoice what is pending now; a credit larger than the charges goes to the customer's balance)."""
     lines, now = take_prorations(sub), store.now()
     if prorate and sub["status"] != "trialing":  # a trial's unused time cost nothing
-        lines += [_unused_line(sub, item, now) for item in sub["items"]["data"]]
+        lines += [_unused_line(sub, item, now) for item in sub["items"]["data"] if "quantity" in item]
     if not invoice_now or not lines:
         sub["_pending_prorations"] = lines
         return
