@@ -45,6 +45,10 @@ class ChangeDeclined(Exception):  # noqa: N818 (a decision, not a fault)
     """Stripe refused a subscription change because its charge was declined (``error_if_incomplete``)."""
 
 
+class MeterEventRefused(Exception):  # noqa: N818 (Stripe's answer, not a fault of ours)
+    """Stripe refused a meter event for good (a 4xx other than "already exists"); ``str()`` is its message."""
+
+
 class SubscriptionProvider(ABC):
     """What the service needs from a payment provider. Every call may raise ``ProviderUnavailable``."""
 
@@ -224,6 +228,23 @@ class SubscriptionProvider(ABC):
         A customer the provider has already deleted (or never had) counts as deleted: a retried
         account deletion finds it gone.
         """
+
+    @abstractmethod
+    def list_active_meters(self):
+        """Return the active billing meters (``billing.meter`` dicts), every page."""
+
+    @abstractmethod
+    def create_meter_event(self, event_name, payload, identifier, timestamp):
+        """Send one meter event; return ``"created"``, or ``"duplicate"`` when Stripe already has ``identifier``.
+
+        ``payload`` maps the meter's payload keys to strings; ``timestamp`` is Unix seconds. Raises
+        ``MeterEventRefused`` (with Stripe's message) for any other refusal, ``ProviderUnavailable``
+        for a network error, a timeout, a 429 or a 5xx (worth retrying).
+        """
+
+    @abstractmethod
+    def meter_event_summary(self, meter_id, customer_id, start, end):
+        """Return the meter's aggregated value for the customer in ``[start, end)`` (minute-aligned Unix seconds)."""
 
     def sync(self, user):
         """Pull the user's live subscriptions and write them locally as the webhooks would.

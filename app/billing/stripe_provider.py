@@ -37,6 +37,7 @@ from stripe.params.billing_portal import SessionCreateParams
 from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateParams
 
 from app import jsonbody
+from app.billing import stripe_meters
 from app.billing.provider import ChangeDeclined, InvalidProrationDate, InvalidTaxId, SubscriptionProvider
 from app.errors import (
     InvalidJson,
@@ -423,3 +424,12 @@ class StripeProvider(SubscriptionProvider):
             except stripe.InvalidRequestError as exc:
                 if exc.code != "resource_missing":
                     raise
+
+    def list_active_meters(self):
+        return stripe_meters.list_active(self._v1)
+
+    def create_meter_event(self, event_name, payload, identifier, timestamp):
+        return stripe_meters.create_event(self._v1, event_name, payload, identifier, timestamp)
+
+    def meter_event_summary(self, meter_id, customer_id, start, end):
+        return stripe_meters.summary(self._v1, meter_id, customer_id, start, end)

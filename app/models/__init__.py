@@ -5,9 +5,10 @@ from app.models.delivery import NotificationDelivery
 from app.models.idempotency import IdempotencyKey
 from app.models.subscription import PromotionRedemption, Subscription, SubscriptionItem, TrialFingerprint
 from app.models.token import AccessToken, RotatedToken
+from app.models.usage import ServiceKey, UsageEvent
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
 __all__ = ["AccessToken", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent", "IdempotencyKey",
            "Notification", "NotificationDelivery", "PasswordResetRequest", "PromotionRedemption", "RotatedToken",
-           "Subscription", "SubscriptionItem", "TrialFingerprint", "User", "WebhookEvent"]
+           "ServiceKey", "Subscription", "SubscriptionItem", "TrialFingerprint", "UsageEvent", "User", "WebhookEvent"]
