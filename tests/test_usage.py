@@ -208,3 +208,35 @@ def test_readiness_and_metrics_show_the_backlog(make_app, meter, stripe_client):
     runner.invoke(args=["deliver-usage", "--once"])
     assert client.get("/health/ready").status_code == 200
     assert 'usage_events_total{outcome="delivered"}' in client.get("/metrics").get_data(as_text=True)
+
+
+def test_the_renewal_invoice_on_a_test_clock_bills_exactly_the_usage_reported(app, client, key, meter, emulator,
+                                                                             stripe_client, runner):
+    licensed = stripe_client.v1.prices.create(params={"currency": "usd", "unit_amount": 1000,
+                                                      "recurring": {"interval": "month"},
+                                                      "product_data": {"name": "Pro"}})
+    metered = stripe_client.v1.prices.create(params={
+        "currency": "usd", "unit_amount": 2, "product": licensed.product,
+        "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}})
+    clock = stripe_client.v1.test_helpers.test_clocks.create(params={"frozen_time": int(time.time()) - 60})
+    customer = stripe_client.v1.customers.create(params={
+        "email": "metered@example.com", "test_clock": clock.id, "payment_method": "pm_card_visa",
+        "invoice_settings": {"default_payment_method": "pm_card_visa"}}).id
+    with app.app_context():
+        user = User(email="metered@example.com", password_hash="x", provider_id=customer)
+        db.session.add(user)
+        db.session.commit()
+        user_id = user.id
+    sub = stripe_client.v1.subscriptions.create(params={"customer": customer, "items": [
+        {"price": licensed.id}, {"price": metered.id}]})
+    values = [120, 3, 4000, 77]
+    batch = {"events": [event(user_id, f"clock-{n}", value) for n, value in enumerate(values)]}
+    assert client.post("/usage/events", json=batch, headers=key).json == {"accepted": 4, "duplicates": 0}
+    assert client.post("/usage/events", json=batch, headers=key).json == {"accepted": 0, "duplicates": 4}
+    assert "delivered 4" in runner.invoke(args=["deliver-usage", "--once"]).output
+    stripe_client.v1.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": clock.frozen_time + 32 * 86400})
+    invoice = stripe_client.v1.subscriptions.retrieve(sub.id, params={"expand": ["latest_invoice"]}).latest_invoice
+    assert invoice.billing_reason == "subscription_cycle"
+    usage = [line for line in invoice.lines.data if line.pricing.price_details.price == metered.id]
+    assert [(line.quantity, line.amount) for line in usage] == [(sum(values), sum(values) * 2)]
+    assert invoice.amount_due == 1000 + sum(values) * 2
