@@ -58,11 +58,16 @@ def _resolve_customers(events):
 
 
 def _insert(rows):
-    """``INSERT ... ON CONFLICT (identifier) DO NOTHING RETURNING id``; return how many rows were new."""
+    """``INSERT ... ON CONFLICT (identifier) DO NOTHING RETURNING id``; return how many rows were new.
+
+    Sent as one executemany, which SQLAlchemy batches into multi-row ``INSERT`` statements
+    ("insertmanyvalues") from one cached compilation: a literal 100-row ``VALUES`` was compiled
+    afresh per request, the better part of a batch's time.
+    """
     dialect = postgresql if db.session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(UsageEvent).values(rows).on_conflict_do_nothing(
-        index_elements=["identifier"]).returning(UsageEvent.id)
-    return len(db.session.execute(statement).all())
+    statement = dialect.insert(UsageEvent).on_conflict_do_nothing(index_elements=["identifier"]).returning(
+        UsageEvent.id)
+    return len(db.session.execute(statement, rows).all())
 
 
 def accept(events, service_key_id):
