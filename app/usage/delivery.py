@@ -82,12 +82,9 @@ def claim(now, limit=BATCH):
                               .execution_options(populate_existing=True)).all()
 
 
-def _send(provider, pacer, event, meter):
+def _attempt(provider, event, meter):
     """Send one event; return ``(outcome, message)``: ``delivered``, ``retry`` or ``failed``."""
-    if meter is None:
-        return "failed", f"no active meter at Stripe has event_name {event.event_name!r}"
     customer_key, value_key = meters.payload_keys(meter)
-    pacer.wait()
     try:
         provider.create_meter_event(event.event_name, {customer_key: event.customer, value_key: str(event.value)},
                                     event.identifier, event.timestamp)
@@ -96,6 +93,14 @@ def _send(provider, pacer, event, meter):
     except AppError as exc:  # ProviderUnavailable: network, timeout, 429, 5xx
         return "retry", exc.message
     return "delivered", None
+
+
+def _send(provider, pacer, event, meter):
+    """``_attempt`` in its turn (``pacer``); return ``(outcome, message, when Stripe answered)``."""
+    if meter is None:
+        return "failed", f"no active meter at Stripe has event_name {event.event_name!r}", utcnow()
+    pacer.wait()
+    return *_attempt(provider, event, meter), utcnow()
 
 
 def record(event, outcome, message, now):
@@ -124,11 +129,10 @@ def deliver_batch(provider, pacer, limit=BATCH):
     found = meters.active({event.event_name for event in batch})
     with ThreadPoolExecutor(min(SENDERS, len(batch))) as pool:
         results = list(pool.map(lambda event: _send(provider, pacer, event, found.get(event.event_name)), batch))
-    now = utcnow()
-    for event, (outcome, message) in zip(batch, results, strict=True):
-        record(event, outcome, message, now)
+    for event, (outcome, message, answered_at) in zip(batch, results, strict=True):
+        record(event, outcome, message, answered_at)
     db.session.commit()
-    return Counter(outcome for outcome, _ in results)
+    return Counter(outcome for outcome, _, _ in results)
 
 
 def next_attempt_in():

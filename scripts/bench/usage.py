@@ -100,6 +100,7 @@ def _deliver(db, env, rate, count):
         ids = conn.execute(select(UsageEvent.id).order_by(UsageEvent.id).limit(count)).scalars().all()
         conn.execute(UsageEvent.__table__.delete().where(UsageEvent.id.not_in(ids)))
         conn.execute(UsageEvent.__table__.update().values(status="pending", delivered_at=None, attempts=0,
+                                                           next_attempt_at=func.now(),
                                                            identifier=UsageEvent.identifier + f"-r{rate}"))
     started = time.perf_counter()
     worker = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "deliver-usage", "--once"], cwd=REPO,
