@@ -82,8 +82,9 @@ class SubscriptionProvider(ABC):
 
     @abstractmethod
     def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
-                            automatic_tax=False):
-        """Create a subscription awaiting payment; ``latest_invoice.confirmation_secret`` and
+                            automatic_tax=False, metered=()):
+        """Create a subscription awaiting payment, with an item for ``price`` and one (no quantity) per
+        metered price id of ``metered``; ``latest_invoice.confirmation_secret`` and
         ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``;
         taxed by Stripe Tax with ``automatic_tax``.
 

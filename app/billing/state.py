@@ -81,8 +81,9 @@ def apply_subscription(user, obj, as_of):
     items = objects.items_of(obj)
     period_end = objects.current_period_end(obj)
     subscription.provider_status = obj.get("status") or "incomplete"
-    subscription.provider_price = objects.price_of(items[0]) if items else None
-    subscription.quantity = items[0].get("quantity") if len(items) == 1 else None
+    licensed = [item for item in items if not objects.is_metered(item)]  # metered items: the plan's usage
+    subscription.provider_price = objects.price_of(licensed[0]) if licensed else None
+    subscription.quantity = licensed[0].get("quantity") if len(licensed) == 1 else None
     subscription.default_payment_method = objects.ref_id(obj.get("default_payment_method"))
     subscription.cancel_at_period_end = bool(obj.get("cancel_at_period_end"))
     subscription.current_period_end = period_end

@@ -198,10 +198,10 @@ class StripeProvider(SubscriptionProvider):
             return self._v1.payment_intents.retrieve(payment_intent_id).to_dict()
 
     def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
-                            automatic_tax=False):
+                            automatic_tax=False, metered=()):
         params: SubscriptionCreateParams = {
             "customer": customer_id,
-            "items": [{"price": price}],
+            "items": [{"price": price}] + [{"price": other} for other in metered],
             "payment_behavior": "default_incomplete",
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": SUBSCRIPTION_EXPAND,

@@ -35,6 +35,7 @@ from app.subscription.errors import (
     SubscriptionPastDue,
 )
 from app.timeutil import utcnow
+from app.usage import plans as usage_plans
 
 # How old a client's proration_date may be, seconds: the preview's, sent within 10 minutes
 # (CONTRACT "Changes to the third round"); and how far ahead, for clocks of hosts that differ.
@@ -72,10 +73,17 @@ def _priced(user, lock=True):
     subscription = _changeable(user, lock)
     if subscription.provider_status in DUNNING_STATUSES:
         raise SubscriptionPastDue.for_status(subscription.provider_status)
-    if len(subscription.items) != 1:
-        raise Conflict(f"The subscription has {len(subscription.items)} prices; only a single-price "
-                       "subscription can be changed here.", details={"items": len(subscription.items)})
+    licensed = _licensed(subscription)
+    if len(licensed) != 1:
+        raise Conflict(f"The subscription has {len(licensed)} prices; only a single-price "
+                       "subscription can be changed here.", details={"items": len(licensed)})
     return subscription
+
+
+def _licensed(subscription):
+    """The items that carry the plan and its seats: all but the plan's metered items, which have no
+    quantity (``app.usage.plans``)."""
+    return [item for item in subscription.items if item.quantity is not None]
 
 
 def _write(user, live):
@@ -134,7 +142,7 @@ def _change_item(user, action, change, proration_date, promotion_code=None):
     if proration_date is not None:
         check_proration_date(proration_date, stripe_now(subscription))
     _refuse_while_pending(user, subscription)
-    item = subscription.items[0]
+    item = _licensed(subscription)[0]
     provider = get_provider()
     current = {"price": item.provider_price, "quantity": item.quantity or 1}
     wanted = {**current, **change}
@@ -143,7 +151,8 @@ def _change_item(user, action, change, proration_date, promotion_code=None):
         return _write(user, live), objects.pending_update_of(live)
     behavior = prices.proration_for(provider, current["price"], current["quantity"], wanted["price"],
                                     wanted["quantity"])
-    params = {"items": [{"id": item.provider_id, **change}], "payment_behavior": "pending_if_incomplete",
+    metered = usage_plans.swap_items(subscription.items, change["price"]) if "price" in change else []
+    params = {"items": [{"id": item.provider_id, **change}, *metered], "payment_behavior": "pending_if_incomplete",
               "proration_behavior": behavior}
     if proration_date is not None:
         params["proration_date"] = proration_date
@@ -209,10 +218,11 @@ def preview_swap(user, price, promotion_code=None):
         raise UnknownPrice.for_price(price)
     promotion = promotions.resolve(promotion_code, price, user)
     subscription = _priced(user, lock=False)  # a read: nothing changes, nothing to serialise
-    item, provider = subscription.items[0], get_provider()
+    item, provider = _licensed(subscription)[0], get_provider()
     quantity = item.quantity or 1
     now = stripe_now(subscription)
-    details = {"items": [{"id": item.provider_id, "price": price}], "proration_date": now,
+    details = {"items": [{"id": item.provider_id, "price": price}, *usage_plans.swap_items(subscription.items, price)],
+               "proration_date": now,
                "proration_behavior": prices.proration_for(provider, item.provider_price, quantity, price, quantity)}
     invoice = provider.preview_invoice(subscription.provider_id, details, promotion,
                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])

@@ -15,6 +15,7 @@ from app.models import Notification, Subscription
 from app.models.user import lock_user
 from app.notifications.kinds import ACCOUNT_EMAILS
 from app.pagination import newest_first
+from app.usage import plans as usage_plans
 
 
 def ensure_customer(user):
@@ -56,6 +57,7 @@ def create_intent(user, price, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
+    metered = usage_plans.metered_for(price)  # the plan's usage prices; a metered price alone is unknown
     provider = get_provider()
     _refuse_second_subscription(user, provider)
     pending = _open_subscription(user)
@@ -71,7 +73,8 @@ def create_intent(user, price, promotion_code=None):
            + (f"-{promotion_code}" if promotion_code else ""))
     live = provider.create_subscription(ensure_customer(user), price, key, trial_days=trial_days,
                                         promotion_code=promotion_code,
-                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
+                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"],
+                                        metered=metered)
     subscription = state.apply_subscription(user, live, state.live_as_of())
     plans.recompute_plan(user)
     return subscription, objects.client_secret_of(live), True
