@@ -61,3 +61,14 @@ def test_the_plans_metered_prices_follow_subscribe_and_swap(flow):
     flow.deliver()
     assert stored(flow, subscription_id) == (prices["pro"], 3, "active"), "seats are the licensed item's"
     assert item_prices(flow, subscription_id) == sorted([prices["pro"], prices["pro_usage"]])
+
+
+def test_checkout_adds_the_plans_metered_prices(flow):
+    from tests.test_selling import checkout, complete
+
+    session = checkout(flow, "pro")
+    complete(flow, session["id"])
+    flow.deliver()
+    subscription = flow.client.get("/subscription", headers=flow.headers).json["subscription"]
+    assert item_prices(flow, subscription["id"]) == sorted([flow.prices["pro"], flow.prices["pro_usage"]])
+    assert stored(flow, subscription["id"])[:2] == (flow.prices["pro"], 1)

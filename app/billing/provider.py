@@ -104,10 +104,11 @@ class SubscriptionProvider(ABC):
 
     @abstractmethod
     def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
-                                automatic_tax=False):
+                                metered=(), automatic_tax=False):
         """Create a Checkout Session in ``subscription`` mode for the customer; return it (``id``, ``url``).
 
-        ``line`` is ``{"price", "quantity"}``, ``urls`` ``{"success_url", "cancel_url"}``. With
+        ``line`` is ``{"price", "quantity"}``, plus a line (no quantity) per metered price id of
+        ``metered``; ``urls`` ``{"success_url", "cancel_url"}``. With
         ``trial_days`` (> 0) the subscription starts as a free trial; ``promotion_code`` (an id) is
         applied, else the page lets the customer type one (``allow_promotion_codes``);
         ``automatic_tax`` asks Stripe Tax to compute tax (the page collects the address).

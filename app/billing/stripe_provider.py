@@ -227,10 +227,11 @@ class StripeProvider(SubscriptionProvider):
                 raise
 
     def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
-                                automatic_tax=False):
+                                metered=(), automatic_tax=False):
         params: CheckoutSessionCreateParams = {
             "mode": "subscription", "customer": customer_id,
-            "line_items": [{"price": line["price"], "quantity": line["quantity"]}],
+            "line_items": [{"price": line["price"], "quantity": line["quantity"]}]
+            + [{"price": other} for other in metered],
             "success_url": urls["success_url"], "cancel_url": urls["cancel_url"],
         }
         if promotion_code:

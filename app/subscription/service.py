@@ -110,6 +110,7 @@ def create_checkout(user, line, urls, promotion_code=None):
     """
     if line["price"] not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(line["price"])
+    metered = usage_plans.metered_for(line["price"])
     provider = get_provider()
     _refuse_second_subscription(user, provider)
     trial_days = _trial_days(user, provider)
@@ -118,7 +119,8 @@ def create_checkout(user, line, urls, promotion_code=None):
     terms = json.dumps([line, urls, trial_days, promotion_code, automatic_tax], sort_keys=True)
     key = f"checkout-{user.idempotency_token}-{attempt}-{hashlib.sha256(terms.encode()).hexdigest()[:32]}"
     session = provider.create_checkout_session(ensure_customer(user), line, urls, key, trial_days=trial_days,
-                                               promotion_code=promotion_code, automatic_tax=automatic_tax)
+                                               promotion_code=promotion_code, metered=metered,
+                                               automatic_tax=automatic_tax)
     return {"id": session["id"], "url": session["url"]}
 
 
