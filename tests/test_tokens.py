@@ -181,6 +181,7 @@ ENDPOINT_ABILITIES = {
     ("/auth/logout", "post"): None,
     ("/auth/token/refresh", "post"): None,
     ("/auth/logout-all", "post"): "tokens:manage",
+    ("/usage", "get"): "subscription:read",
 }
 
 

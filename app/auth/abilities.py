@@ -9,7 +9,7 @@ token it describes and which means "may do everything". A personal access token 
 ABILITIES = {
     "profile:read": "GET /auth/me",
     "subscription:read": "GET /subscription, GET /subscription/swap/preview, GET /subscription/invoices, "
-                         "GET /subscription/invoices/upcoming, GET /subscription/billing-details",
+                         "GET /subscription/invoices/upcoming, GET /subscription/billing-details, GET /usage",
     "subscription:write": "POST /subscription/intent, POST /subscription/portal, POST /subscription/swap, "
                           "POST /subscription/cancel, POST /subscription/resume, POST /subscription/quantity, "
                           "POST /subscription/payment-method, POST /subscription/checkout, "

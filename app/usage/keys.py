@@ -18,7 +18,7 @@ from flask_smorest import Blueprint
 from sqlalchemy import select, update
 
 from app.auth import tokens
-from app.errors import InsufficientScope, NotFound, Unauthenticated
+from app.errors import InsufficientScope, NotFound, TokenReused, Unauthenticated
 from app.extensions import db
 from app.models import ServiceKey
 from app.timeutil import utcnow
@@ -92,6 +92,15 @@ def _credential():
     return credential.strip()
 
 
+def _user_token(credential):
+    """Authenticate a user's token as ``auth_required`` does (a replayed rotated-out one revokes its family)."""
+    try:
+        tokens.authenticate(credential)
+    except TokenReused:
+        db.session.commit()  # the family's revocation stands although this request fails
+        raise
+
+
 def service_key_required(ability):
     """Require a live service key with ``ability``; ``g.service_key`` is set for the view.
 
@@ -103,7 +112,7 @@ def service_key_required(ability):
         def wrapper(*args, **kwargs):
             credential = _credential()
             if not is_service_key(credential):
-                tokens.authenticate(credential)  # 401 unless it is a valid token...
+                _user_token(credential)  # 401 unless it is a valid token...
                 raise InsufficientScope.for_ability(ability)  # ...which may never report usage
             key = authenticate(credential)
             if ability not in key.abilities:
