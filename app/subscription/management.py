@@ -151,8 +151,7 @@ def _change_item(user, action, change, proration_date, promotion_code=None):
         return _write(user, live), objects.pending_update_of(live)
     behavior = prices.proration_for(provider, current["price"], current["quantity"], wanted["price"],
                                     wanted["quantity"])
-    metered = usage_plans.swap_items(subscription.items, change["price"]) if "price" in change else []
-    params = {"items": [{"id": item.provider_id, **change}, *metered], "payment_behavior": "pending_if_incomplete",
+    params = {"items": [{"id": item.provider_id, **change}], "payment_behavior": "pending_if_incomplete",
               "proration_behavior": behavior}
     if proration_date is not None:
         params["proration_date"] = proration_date
@@ -163,7 +162,7 @@ def _change_item(user, action, change, proration_date, promotion_code=None):
     except ChangeDeclined:
         raise PaymentRequired.declined() from None
     promotions.remember(user, promotion_code, subscription.provider_id)
-    row = _write(user, live)
+    row = _write(user, _with_plan_usage(user, subscription, live, change, action))
     pending = objects.pending_update_of(live)
     # The answer may carry an older pending update (made in the portal, say); this change is refused
     # only if it is not on the item Stripe answered with.
@@ -172,9 +171,22 @@ def _change_item(user, action, change, proration_date, promotion_code=None):
     return row, pending
 
 
+def _with_plan_usage(user, subscription, live, change, action):
+    """``live`` with the new plan's metered items, once Stripe applied a swap (``app.usage.plans.follow``).
+
+    A second update: Stripe's pending updates take an item's ``price`` and ``quantity`` only, not a
+    deleted item (https://docs.stripe.com/billing/subscriptions/pending-updates-reference), and a
+    swap waiting for its payment keeps the old plan, usage included, until it applies.
+    """
+    if "price" not in change or not _carries(live, change):
+        return live
+    return usage_plans.follow(subscription.provider_id, subscription.items, change["price"],
+                              provider_key(user, f"{action}-usage")) or live
+
+
 def _carries(live, change):
-    """Whether the subscription ``live`` has the item ``change`` asked for (its one item)."""
-    items = objects.items_of(live)
+    """Whether the subscription ``live`` has the item ``change`` asked for (its one licensed item)."""
+    items = [item for item in objects.items_of(live) if not objects.is_metered(item)]
     found = {"price": objects.price_of(items[0]), "quantity": items[0].get("quantity")} if items else {}
     return all(found.get(name) == value for name, value in change.items())
 

@@ -3,15 +3,16 @@
 A metered price belongs to a plan through ``PROVIDER_PLANS`` like any price; which configured prices
 are metered is Stripe's to say (``recurring.usage_type``, read with the plan catalogue). Subscribing
 to a plan's licensed price adds the plan's metered prices as items (with no quantity: the meter
-counts); a swap to another plan's price deletes the old plan's metered items and adds the new
-plan's. In Stripe's ``classic`` billing mode the usage of a deleted metered item since the last
-invoice is not billed, and an added one bills what comes after it
+counts); once a swap to another plan's price is applied, a second update deletes the old plan's
+metered items and adds the new plan's. In Stripe's ``classic`` billing mode the usage of a deleted
+metered item since the last invoice is not billed, and an added one bills what comes after it
 (https://docs.stripe.com/billing/subscriptions/usage-based/manage-billing-setup, "Update prices
 mid-cycle"): usage is per plan, as the plan's prices say.
 """
 from flask import current_app
 
 from app.billing import catalog
+from app.billing.provider import get_provider
 from app.errors import UnknownPrice
 
 
@@ -44,3 +45,13 @@ def swap_items(items, price):
     if sorted(item.provider_price for item in held) == wanted:
         return []
     return [{"id": item.provider_id, "deleted": True} for item in held] + [{"price": other} for other in wanted]
+
+
+def follow(subscription_id, items, price, idempotency_key):
+    """Move the subscription's metered items to ``price``'s plan at Stripe; return its answer, or ``None``
+    when there is nothing to move. ``proration_behavior=none``: a metered item has nothing to prorate."""
+    moves = swap_items(items, price)
+    if not moves:
+        return None
+    return get_provider().update_subscription(subscription_id, {"items": moves, "proration_behavior": "none"},
+                                              idempotency_key)

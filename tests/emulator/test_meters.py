@@ -136,3 +136,24 @@ def test_renewal_on_a_test_clock_bills_the_periods_usage(stripe_client, emulator
     usage = [line for line in renewed.latest_invoice.lines.data if line.amount == 42 * 3]
     assert usage and usage[0].quantity == 42 and usage[0].period.end == sub["items"].data[0].current_period_end
     assert renewed.latest_invoice.amount_due == price.unit_amount + 42 * 3
+
+
+def test_a_pending_update_takes_no_item_deletion(stripe_client, customer, price):
+    """Stripe's pending updates take an item's price and quantity only
+    (https://docs.stripe.com/billing/subscriptions/pending-updates-reference)."""
+    meter = _meter(stripe_client)
+    metered = stripe_client.v1.prices.create(params={
+        "currency": "usd", "unit_amount": 2, "product": price.product,
+        "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}})
+    stripe_client.v1.payment_methods.attach("pm_card_visa", params={"customer": customer.id})
+    sub = stripe_client.v1.subscriptions.create(params={
+        "customer": customer.id, "default_payment_method": "pm_card_visa",
+        "items": [{"price": price.id}, {"price": metered.id}]})
+    item = sub["items"].data[1].id
+    with pytest.raises(stripe.InvalidRequestError) as refused:
+        stripe_client.v1.subscriptions.update(sub.id, params={
+            "payment_behavior": "pending_if_incomplete", "items": [{"id": item, "deleted": True}]})
+    assert refused.value.param == "items[0][deleted]"
+    updated = stripe_client.v1.subscriptions.update(sub.id, params={
+        "proration_behavior": "none", "items": [{"id": item, "deleted": True}]})
+    assert [i.price.id for i in updated["items"].data] == [price.id]

@@ -151,10 +151,18 @@ def check_update(params: dict) -> None:
         raise StripeError(400, f"Invalid payment_behavior: must be one of {', '.join(PAYMENT_BEHAVIORS)}",
                           param="payment_behavior")
     if params.get("payment_behavior") == "pending_if_incomplete":
-        extra = sorted(set(params) - PENDING_UPDATE_PARAMS)
-        if extra:
-            raise StripeError(400, "When payment_behavior is pending_if_incomplete, only some parameters "
-                              f"are supported; {extra[0]} is not one of them.", param=extra[0])
+        _check_pending(params)
+
+
+def _check_pending(params: dict) -> None:
+    """A pending update takes the parameters of ``PENDING_UPDATE_PARAMS``, and of an item its ``price`` and
+    ``quantity`` (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): no deletion."""
+    extra = sorted(set(params) - PENDING_UPDATE_PARAMS)
+    extra += [f"items[{i}][{key}]" for i, entry in enumerate(params.get("items") or [])
+              for key in sorted(set(entry) - {"id", "price", "quantity"})]
+    if extra:
+        raise StripeError(400, "When payment_behavior is pending_if_incomplete, only some parameters "
+                          f"are supported; {extra[0]} is not one of them.", param=extra[0])
 
 
 def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool) -> None:
