@@ -185,6 +185,9 @@ DEFAULTS = {
     "PROVIDER_CATALOG_TTL": "300",
     "PROVIDER_AUTOMATIC_TAX": "",
     "CHECKOUT_ALLOWED_HOSTS": "",
+    # Money safety at the edges (CONTRACT "Changes to the fourth round"): see ``_selling``.
+    "PROVIDER_PORTAL_CONFIGURATION": "",
+    "PROVIDER_PORTAL_PLAN_CHANGES": "",
     # Usage-based billing (CONTRACT "Additions (fifth round)"): see ``_usage``.
     "USAGE_DELIVERY_RATE": "500",
     "USAGE_RETENTION_DAYS": "35",
@@ -306,8 +309,9 @@ def missing_secret_key():
 
 
 def _selling(config):
-    """``PROVIDER_CATALOG_TTL`` (seconds, >= 0), ``PROVIDER_AUTOMATIC_TAX`` (a flag) and
-    ``CHECKOUT_ALLOWED_HOSTS`` (a frozenset of lower-case host names; default: the hosts of ``APP_URL_*``)."""
+    """``PROVIDER_CATALOG_TTL`` (seconds, >= 0), ``PROVIDER_AUTOMATIC_TAX`` (a flag),
+    ``CHECKOUT_ALLOWED_HOSTS`` (a frozenset of lower-case host names; default: the hosts of ``APP_URL_*``),
+    ``PROVIDER_PORTAL_CONFIGURATION`` (a ``bpc_`` id or ``None``) and ``PROVIDER_PORTAL_PLAN_CHANGES`` (a flag)."""
     ttl = _int_or_none("PROVIDER_CATALOG_TTL", config["PROVIDER_CATALOG_TTL"])
     if ttl is None:
         raise ConfigError("PROVIDER_CATALOG_TTL must be set to a whole number of seconds")
@@ -322,6 +326,12 @@ def _selling(config):
         urls = [config["APP_URL_VERIFY_EMAIL"], config["APP_URL_RESET_PASSWORD"]]
         hosts = [urlsplit(url).hostname for url in urls if urlsplit(str(url)).hostname]
     config["CHECKOUT_ALLOWED_HOSTS"] = frozenset(str(host).lower() for host in hosts)
+    pinned = str(config["PROVIDER_PORTAL_CONFIGURATION"] or "").strip()
+    if pinned and not pinned.startswith("bpc_"):
+        raise ConfigError(f"PROVIDER_PORTAL_CONFIGURATION must be a billing portal configuration id (bpc_...), "
+                          f"got {pinned!r}")
+    config["PROVIDER_PORTAL_CONFIGURATION"] = pinned or None
+    config["PROVIDER_PORTAL_PLAN_CHANGES"] = _flag(config["PROVIDER_PORTAL_PLAN_CHANGES"])
 
 
 def require_serving(config):

@@ -38,14 +38,19 @@ def mint_verification(user):
     return _serializer(VERIFY).dumps({"u": user.id, "e": user.email})
 
 
-def mint_email_change(user, new_email):
-    """Return a token moving ``user`` from its current address to ``new_email`` once redeemed."""
-    return _serializer(CHANGE).dumps({"u": user.id, "e": user.email, "n": new_email})
+def mint_email_change(user, new_email, request_id):
+    """Return a token moving ``user`` from its current address to ``new_email`` once redeemed.
+
+    ``request_id`` is the ``event_id`` of the change request's email (``"r"``): only the newest
+    request's token is redeemable, so a later request, or a redeemed one, kills every earlier link.
+    """
+    return _serializer(CHANGE).dumps({"u": user.id, "e": user.email, "n": new_email, "r": request_id})
 
 
 def mint_reset(user):
-    """Return a password reset token bound to ``user``'s current password hash."""
-    return _serializer(RESET).dumps({"u": user.id, "p": password_digest(user.password_hash)})
+    """Return a password reset token bound to ``user``'s current password hash and address (``"e"``):
+    mailed to one address, it is dead once the account has moved to another."""
+    return _serializer(RESET).dumps({"u": user.id, "p": password_digest(user.password_hash), "e": user.email})
 
 
 def _load(token, salt, minutes):
@@ -72,9 +77,9 @@ def read_email_token(token):
 
 
 def read_reset_token(token):
-    """Return the payload ``{"u", "p"}`` of a reset token younger than ``AUTH_PASSWORD_RESET_TTL`` minutes.
+    """Return the payload ``{"u", "p", "e"}`` of a reset token younger than ``AUTH_PASSWORD_RESET_TTL`` minutes.
 
-    Raises ``InvalidEmailToken`` (400) otherwise. Whether ``p`` still matches is the caller's check.
+    Raises ``InvalidEmailToken`` (400) otherwise. Whether ``p`` and ``e`` still match is the caller's check.
     """
     try:
         return _load(token, RESET, current_app.config["AUTH_PASSWORD_RESET_TTL"])
@@ -82,14 +87,16 @@ def read_reset_token(token):
         raise InvalidEmailToken() from None
 
 
-def link(kind, user, data):
-    """Return the link an account email of ``kind`` carries, with a token minted now.
+def link(notification, user):
+    """Return the link the account email ``notification`` carries, with a token minted now.
 
     ``email_verification`` and ``email_change`` (``data["email"]``: the new address) link to
     ``APP_URL_VERIFY_EMAIL``, ``password_reset`` to ``APP_URL_RESET_PASSWORD``, ``{token}`` replaced.
     """
     config = current_app.config
+    kind = notification.kind
     if kind == "password_reset":
         return config["APP_URL_RESET_PASSWORD"].replace("{token}", mint_reset(user))
-    token = mint_email_change(user, data["email"]) if kind == "email_change" else mint_verification(user)
+    token = mint_email_change(user, notification.data["email"], notification.event_id) if kind == "email_change" \
+        else mint_verification(user)
     return config["APP_URL_VERIFY_EMAIL"].replace("{token}", token)

@@ -56,8 +56,9 @@ class RateLimiter:
         """The current app's ``limits`` store (``check()`` says whether it answers)."""
         return current_app.extensions["rate_limiter"]["strategy"].storage
 
-    def limit(self, limit_value, key_func, scope=None):
-        """Decorate a view: at most ``limit_value()`` (a limits string) calls per ``key_func()`` value.
+    def limit(self, limit_value, key_func, scope=None, cost=None):
+        """Decorate a view: at most ``limit_value()`` (a limits string) calls per ``key_func()`` value,
+        each call counting ``cost()`` (default 1) against it.
 
         Views decorated with the same ``scope`` (a string) share one count; by default each view
         counts alone. A call over the limit raises ``RateLimited`` (429 ``rate_limited``) with
@@ -71,7 +72,8 @@ class RateLimiter:
             @wraps(view)
             def limited(*args, **kwargs):
                 item, key = parse(limit_value()), key_func()
-                retry_after = _check(current_app.extensions["rate_limiter"], item, counted, key)
+                retry_after = _check(current_app.extensions["rate_limiter"], item, counted, key,
+                                     cost() if cost else 1)
                 if retry_after is not None:
                     raise RateLimited.retry_after(retry_after)
                 return view(*args, **kwargs)
@@ -102,11 +104,11 @@ def storage_for(config):
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
 
 
-def _check(limiter, item, scope, key):
-    """Count one call; return ``None`` when allowed, else the seconds until the next is."""
+def _check(limiter, item, scope, key, cost=1):
+    """Count a call of ``cost``; return ``None`` when allowed, else the seconds until the next is."""
     strategy = limiter["strategy"]
     try:
-        allowed = strategy.hit(item, scope, key)
+        allowed = strategy.hit(item, scope, key, cost=cost)
         reset_at = None if allowed else strategy.get_window_stats(item, scope, key).reset_time
     except StorageError as error:
         if not limiter["store_down"]:

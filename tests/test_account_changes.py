@@ -183,3 +183,40 @@ def test_an_account_that_never_subscribed_leaves_no_digest(client, app):
     assert "deleted_subscribers" not in user_rows(app)
     with app.app_context():
         assert db.session.execute(text("SELECT COUNT(*) FROM deleted_subscribers")).scalar() == 0
+
+
+# -- tokens die with what they were sent for (CONTRACT "Changes to the fourth round") ---------------
+
+def _move(mail_app, mail_client, smtp_server, headers, to):
+    post(mail_client, "/auth/email/change", {"email": to, "password": PASSWORD}, headers)
+    work(mail_app)
+    token = last_token(smtp_server, to)
+    assert post(mail_client, "/auth/email/verify", {"token": token}).status_code == 200
+    return token
+
+
+def test_a_reset_link_mailed_to_an_old_address_dies_when_the_account_moves(mail_app, mail_client, smtp_server):
+    register(mail_client)
+    headers = bearer(login(mail_client))
+    post(mail_client, "/auth/password/forgot", {"email": "ada@example.com"})
+    work(mail_app)
+    stale = last_token(smtp_server, subject="Reset your password")
+    _move(mail_app, mail_client, smtp_server, headers, "ada@new.example")
+    taken = post(mail_client, "/auth/password/reset", {"token": stale, "password": "a takeover passphrase"})
+    assert taken.status_code == 400 and error_code(taken) == "invalid_token"
+    login(mail_client, email="ada@new.example")  # the password is still the owner's
+
+
+def test_an_email_change_link_dies_when_a_later_change_is_asked_or_redeemed(mail_app, mail_client, smtp_server):
+    register(mail_client)
+    headers = bearer(login(mail_client))
+    post(mail_client, "/auth/email/change", {"email": "ada@first.example", "password": PASSWORD}, headers)
+    work(mail_app)
+    replaced = last_token(smtp_server, "ada@first.example")
+    first = _move(mail_app, mail_client, smtp_server, headers, "ada@second.example")
+    assert error_code(post(mail_client, "/auth/email/verify", {"token": replaced})) == "invalid_token", \
+        "a later request replaced it"
+    _move(mail_app, mail_client, smtp_server, headers, "ada@example.com")  # back to where the first started
+    for token in (replaced, first):
+        assert error_code(post(mail_client, "/auth/email/verify", {"token": token})) == "invalid_token"
+    assert mail_client.get("/auth/me", headers=headers).json["email"] == "ada@example.com"

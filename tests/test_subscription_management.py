@@ -300,6 +300,7 @@ def test_new_keys_with_a_body_sent_before_are_new_changes_at_stripe(flow):
 
 
 def test_a_retry_stripe_replays_writes_the_subscription_as_it_is_now(flow):
+    flow.app.config["PROVIDER_PORTAL_PLAN_CHANGES"] = True
     subscription_id = subscribe(flow)
     post(flow, "/subscription/swap", {"price": flow.prices["pro"]}, key="lost-answer")
     flow.portal(subscription_id, "swap", price=flow.prices["team"])  # Stripe moves on, and says so
@@ -390,6 +391,7 @@ def test_ten_concurrent_swaps_make_one_provider_change_per_distinct_key(flow):
 
 
 def test_a_swap_racing_a_webhook_of_the_same_subscription_ends_in_stripes_state(flow):
+    flow.app.config["PROVIDER_PORTAL_PLAN_CHANGES"] = True
     subscription_id = subscribe(flow)
     # A change made elsewhere (the portal) whose webhook is still on its way ...
     flow.portal(subscription_id, "swap", price=flow.prices["team"])

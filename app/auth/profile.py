@@ -3,8 +3,6 @@
 Email change and deletion are provider-first, as every billing write: Stripe is changed first,
 and a Stripe failure (``ProviderUnavailable``, 503) leaves every local row as it was.
 """
-import hashlib
-
 from sqlalchemy import delete, exists, select
 
 from app.auth.recovery import check_password
@@ -14,18 +12,14 @@ from app.billing.statuses import TERMINAL_STATUSES
 from app.errors import EmailTaken
 from app.extensions import db
 from app.models import DeletedSubscriber, PasswordResetRequest, Subscription, User
+from app.models.account import address_hashes
 from app.models.user import lock_user
 from app.notifications import notify_account
 
 
-def email_sha256(email):
-    """Return the SHA-256 (hex) of the normalised ``email``: what is kept of a deleted subscriber."""
-    return hashlib.sha256(normalise_email(email).encode()).hexdigest()
-
-
-def was_deleted_subscriber(email):
-    """Return whether a deleted account that ever subscribed had ``email`` (no second free trial)."""
-    return db.session.scalar(select(exists().where(DeletedSubscriber.email_sha256 == email_sha256(email))))
+def was_deleted_subscriber(user):
+    """Return whether a deleted account that ever subscribed had any address ``user`` has had (no second trial)."""
+    return db.session.scalar(select(exists().where(DeletedSubscriber.email_sha256.in_(address_hashes(user)))))
 
 
 def update_profile(user, name):
@@ -58,7 +52,7 @@ def delete_account(user, password):
     was done: a cancelled subscription is skipped, a deleted customer counts as deleted). Then one
     DELETE of the user: the foreign keys cascade to tokens, rotated tokens, notifications and
     their deliveries, idempotency keys, subscriptions and their items. If the account ever
-    subscribed (a subscription here or at Stripe), the SHA-256 of its address is kept so that the
+    subscribed (a subscription here or at Stripe), the SHA-256 of every address it had is kept so that the
     address registered again gets no free trial.
     """
     check_password(user, password)
@@ -66,8 +60,12 @@ def delete_account(user, password):
     ever_subscribed = db.session.scalar(select(exists().where(Subscription.user_id == user.id)))
     if user.provider_id:
         ever_subscribed = _delete_customer(user) or ever_subscribed
-    if ever_subscribed and not was_deleted_subscriber(user.email):
-        db.session.add(DeletedSubscriber(email_sha256=email_sha256(user.email)))
+    if ever_subscribed:
+        # Every address the account had: the one it left by an email change gets no second trial either.
+        known = set(db.session.scalars(select(DeletedSubscriber.email_sha256).where(
+            DeletedSubscriber.email_sha256.in_(address_hashes(user)))))
+        db.session.add_all(DeletedSubscriber(email_sha256=digest) for digest in address_hashes(user)
+                           if digest not in known)
     db.session.execute(delete(PasswordResetRequest).where(PasswordResetRequest.email == user.email))
     db.session.execute(delete(User).where(User.id == user.id).execution_options(synchronize_session=False))
 
@@ -77,9 +75,12 @@ def _delete_customer(user):
     provider = get_provider()
     if provider.retrieve_customer(user.provider_id).get("deleted"):
         return False  # a retry: the deletion got this far before the local one failed
-    subscriptions = provider.list_subscriptions(user.provider_id)
-    for subscription in subscriptions:
+    unended = provider.list_unended_subscriptions(user.provider_id)
+    for subscription in unended:
         if subscription["status"] not in TERMINAL_STATUSES:
+            # Voided first: a deleted customer's open invoice would still take a payment.
+            provider.void_latest_invoice(subscription)
             provider.cancel_subscription(subscription["id"], f"delete-{user.idempotency_token}-{subscription['id']}")
+    ever_subscribed = bool(unended) or provider.has_subscriptions(user.provider_id)
     provider.delete_customer(user.provider_id)
-    return bool(subscriptions)
+    return ever_subscribed

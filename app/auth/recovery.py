@@ -10,10 +10,12 @@ from sqlalchemy.exc import IntegrityError
 from app import email_tokens
 from app.auth import management, passwords
 from app.auth.service import normalise_email
+from app.billing import promotions
 from app.billing.provider import get_provider
 from app.errors import AlreadyVerified, EmailTaken, EmailUnverified, InvalidEmailToken, WrongPassword
 from app.extensions import db
-from app.models import PasswordResetRequest, User
+from app.models import Notification, PasswordResetRequest, User
+from app.models.account import remember_address
 from app.models.user import lock_user
 from app.notifications import notify_account
 from app.notifications.channels import configured_channel_names
@@ -50,7 +52,8 @@ def verify_email(token):
     the address to the new one and marks it verified, and moves the Stripe customer's ``email``
     first: ``ProviderUnavailable`` (503) there changes nothing here. Raises ``InvalidEmailToken``
     (400) for a bad token, one for a deleted account, or one minted for an address the account no
-    longer has (an address moved since, which also makes an email-change token work once);
+    longer has (an address moved since, which also makes an email-change token work once), and an
+    email-change token of any but the newest change request (CONTRACT "Changes to the fourth round");
     ``EmailTaken`` (409) when the new address was registered meanwhile.
     """
     purpose, payload = email_tokens.read_email_token(token)
@@ -60,20 +63,31 @@ def verify_email(token):
     if purpose == email_tokens.VERIFY:
         user.email_verified_at = user.email_verified_at or utcnow()
         return user
+    lock_user(user)
+    if payload.get("r") is None or _latest_change_request(user) != payload["r"]:
+        raise InvalidEmailToken()
     return _move_email(user, payload.get("n"))
+
+
+def _latest_change_request(user):
+    """The ``event_id`` of the user's newest email-change email: the one request whose link still works."""
+    return db.session.scalar(select(Notification.event_id).where(
+        Notification.user_id == user.id, Notification.kind == "email_change").order_by(Notification.id.desc()).limit(1))
 
 
 def _move_email(user, new_email):
     if not isinstance(new_email, str):
         raise InvalidEmailToken()
-    lock_user(user)
     if db.session.scalar(select(User.id).where(User.email == new_email)) is not None:
         raise EmailTaken()
     if user.provider_id:
         get_provider().update_customer_email(user.provider_id, new_email)
+    remember_address(user)  # the address it leaves, for an account made before the history was kept
     user.email, user.email_verified_at = new_email, utcnow()
     try:
         db.session.flush()
+        remember_address(user)
+        promotions.carry_redemptions(user)
     except IntegrityError:
         # Registered by someone else between the check and here: the failed UPDATE has aborted
         # the transaction on PostgreSQL, so rolling back is the only way on.
@@ -107,7 +121,7 @@ def reset_password(token, password):
         raise InvalidEmailToken()
     lock_user(user)
     db.session.refresh(user)
-    if email_tokens.password_digest(user.password_hash) != payload.get("p"):
+    if email_tokens.password_digest(user.password_hash) != payload.get("p") or user.email != payload.get("e"):
         raise InvalidEmailToken()
     user.email_verified_at = user.email_verified_at or utcnow()
     _set_password(user, password, "reset")

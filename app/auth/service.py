@@ -6,6 +6,7 @@ from app.auth import passwords, tokens
 from app.errors import EmailTaken, InvalidCredentials
 from app.extensions import db
 from app.models import User
+from app.models.account import remember_address
 from app.notifications import notify_account
 
 
@@ -31,6 +32,7 @@ def register_user(email, password, name=None):
         # PostgreSQL, so rolling back is the only way on, for any caller.
         db.session.rollback()
         raise EmailTaken() from None
+    remember_address(user)
     notify_account(user, "email_verification")
     return user
 

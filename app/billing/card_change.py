@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 # The subscriptions a new card pays for: those that bill, and those a card resumes.
 BILLING_STATUSES = LIVE_STATUSES | PAUSED_STATUSES
 
+# What saving a card did to a trial: it runs on with this card, or the card had a trial here before.
+TRIAL_RUNS, TRIAL_ENDED = "runs", "ended"
+
 
 def replaced_since(customer, method, since):
     """Whether the customer's default is another method than ``method``, made after ``since`` (Unix s).
@@ -41,36 +44,43 @@ def adopt(provider, user, event):
 
     Stripe does not deliver in order: when the customer's default card was made after the event
     (the user saved another card since, and its event came first), nothing changes but the
-    mirrored card, and the newer card stays. Raises ``ProviderUnavailable`` (503), so that the
-    webhook is retried.
+    mirrored card, and the newer card stays. Returns ``[(subscription row, outcome)]`` for the trials
+    this card met: ``TRIAL_RUNS`` (its card now; ``trial_started`` is due) or ``TRIAL_ENDED`` (the
+    one-trial-per-card rule ended it at once, charged: ``subscribed`` is due, never ``trial_started``).
+    Raises ``ProviderUnavailable`` (503), so that the webhook is retried.
     """
     setup_intent = event["data"]["object"]
     method = objects.ref_id(setup_intent.get("payment_method"))
     if setup_intent.get("status") != "succeeded" or method is None:
-        return
+        return []
     customer = provider.retrieve_customer(user.provider_id)
     if replaced_since(customer, method, event.get("created")):
         log.info("setup intent %s is older than the default card of customer %s; not promoted",
                  setup_intent.get("id"), user.provider_id)
         payment_methods.refresh_from_customer(provider, user, customer)
-        return
+        return []
     payment_methods.promote(provider, user, method, customer)
+    trials_met = []
     for subscription in [s for s in user.subscriptions if s.provider_status in BILLING_STATUSES]:
-        _pay_with(provider, user, subscription, method, f"{subscription.provider_id}-{event['id']}")
+        outcome = _pay_with(provider, user, subscription, method, f"{subscription.provider_id}-{event['id']}")
+        if outcome is not None:
+            trials_met.append((subscription, outcome))
     plans.recompute_plan(user)
+    return trials_met
 
 
 def _pay_with(provider, user, subscription, method, key):
     """Make ``method`` the subscription's default; pay its open invoice in dunning; resume it when paused.
 
     A trial whose card already saved another trial here ends now instead, charged to that card
-    (``trials.card_had_a_trial``).
+    (``trials.card_had_a_trial``). Returns ``TRIAL_RUNS`` / ``TRIAL_ENDED`` for a trial, else ``None``.
     """
     params = {"default_payment_method": method}
-    if subscription.provider_status == "trialing" and trials.card_had_a_trial(provider, subscription, method):
+    trialing = subscription.provider_status == "trialing"
+    if trialing and trials.card_had_a_trial(provider, subscription, method):
         params["trial_end"] = "now"
     elif subscription.default_payment_method == method and subscription.provider_status in VALID_STATUSES:
-        return  # nothing waits for this card
+        return TRIAL_RUNS if trialing else None  # nothing waits for this card; Stripe saved it on the trial
     try:
         live = provider.update_subscription(subscription.provider_id, params, f"card-{key}")
         if live.get("status") in PAUSED_STATUSES:
@@ -81,8 +91,11 @@ def _pay_with(provider, user, subscription, method, key):
         # A refusal is final (the method was detached since, say): failing the webhook would only
         # repeat it on every retry for days.
         log.warning("card %s not applied to subscription %s: %s", method, subscription.provider_id, exc)
-        return
+        return None
     state.apply_subscription(user, live, state.live_as_of())
+    if not trialing:
+        return None
+    return TRIAL_RUNS if live.get("status") == "trialing" else TRIAL_ENDED
 
 
 def _pay_open_invoice(provider, live, method, key):

@@ -17,7 +17,7 @@ INVOICE_AT_ONCE = "always_invoice"
 
 
 def terms(provider, price_id):
-    """Return ``{"currency", "unit_amount", "interval", "interval_count"}`` of a price (read once, kept).
+    """Return ``{"currency", "unit_amount", "interval", "interval_count", "product"}`` of a price (read once, kept).
 
     ``unit_amount`` is in minor units, or ``None`` for a price without one (tiers, metered usage).
     Raises ``UnknownPrice`` (422) when Stripe knows no such price, ``ProviderUnavailable`` (503).
@@ -26,8 +26,10 @@ def terms(provider, price_id):
     if price_id not in cache:
         price = provider.retrieve_price(price_id)
         recurring = price.get("recurring") or {}
+        product = price.get("product")
         cache[price_id] = {"currency": price.get("currency"), "unit_amount": price.get("unit_amount"),
-                           "interval": recurring.get("interval"), "interval_count": recurring.get("interval_count")}
+                           "interval": recurring.get("interval"), "interval_count": recurring.get("interval_count"),
+                           "product": product.get("id") if isinstance(product, dict) else product}
     return cache[price_id]
 
 

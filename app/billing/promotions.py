@@ -13,6 +13,7 @@ from app.billing.provider import get_provider
 from app.errors import AppError
 from app.extensions import db
 from app.models import PromotionRedemption
+from app.models.account import address_hashes
 
 
 class InvalidPromotionCode(AppError):
@@ -26,16 +27,26 @@ class InvalidPromotionCode(AppError):
         return cls(f"The promotion code {code!r} cannot be used: {reason}.", details={"promotion_code": code})
 
 
-def _refusal(promo, coupon, customer_id, price, now):
-    """Why Stripe would refuse to redeem ``promo`` for ``price`` (a Stripe price dict), or ``None``."""
+def _refusal(promo, coupon, customer_id, order, now):
+    """Why Stripe would refuse to redeem ``promo`` for ``order`` (``{"price": Stripe price dict, "quantity"}``),
+    or ``None``. Everything but ``first_time_transaction``, which needs the customer's invoices."""
+    price = order["price"]
     if promo.get("expires_at") is not None and promo["expires_at"] <= now:
         return "it has expired"
     if promo.get("max_redemptions") is not None and promo.get("times_redeemed", 0) >= promo["max_redemptions"]:
         return "it has been used up"
     if promo.get("customer") and promo["customer"] != customer_id:
         return "it is for another customer"
-    if not coupon.get("valid", True):
+    # https://docs.stripe.com/api/coupons/object: max_redemptions and redeem_by end a coupon for every code.
+    if not coupon.get("valid", True) or (coupon.get("max_redemptions") is not None
+                                         and coupon.get("times_redeemed", 0) >= coupon["max_redemptions"]):
         return "its coupon is no longer valid"
+    if coupon.get("redeem_by") is not None and coupon["redeem_by"] <= now:
+        return "its coupon has expired"
+    minimum = (promo.get("restrictions") or {}).get("minimum_amount")
+    if minimum is not None and ((price.get("unit_amount") or 0) * order["quantity"] < minimum
+                                or price.get("currency") != promo["restrictions"].get("minimum_amount_currency")):
+        return f"it needs an order of at least {minimum} {promo['restrictions'].get('minimum_amount_currency')}"
     products = (coupon.get("applies_to") or {}).get("products")
     product = price.get("product")
     product_id = product.get("id") if isinstance(product, dict) else product
@@ -47,29 +58,51 @@ def _refusal(promo, coupon, customer_id, price, now):
 
 
 def remember(user, promotion_code_id, provider_subscription):
-    """Record that a subscription of ``user`` took the promotion code (an id); ``resolve`` refuses it after."""
-    if promotion_code_id and db.session.scalar(select(PromotionRedemption.id).where(
-            PromotionRedemption.user_id == user.id, PromotionRedemption.promotion_code == promotion_code_id)) is None:
-        db.session.add(PromotionRedemption(user_id=user.id, promotion_code=promotion_code_id,
-                                           provider_subscription=provider_subscription))
+    """Record that a subscription of ``user`` took the promotion code (an id), under every address the
+    account has had; ``resolve`` refuses it after, also once the account is deleted and an address
+    registered again (CONTRACT "Changes to the fourth round")."""
+    if promotion_code_id:
+        _record(address_hashes(user), promotion_code_id, provider_subscription)
+
+
+def _record(redeemers, promotion_code_id, provider_subscription):
+    known = set(db.session.scalars(select(PromotionRedemption.redeemer).where(
+        PromotionRedemption.redeemer.in_(redeemers), PromotionRedemption.promotion_code == promotion_code_id)))
+    db.session.add_all(PromotionRedemption(redeemer=redeemer, promotion_code=promotion_code_id,
+                                           provider_subscription=provider_subscription)
+                       for redeemer in dict.fromkeys(redeemers) if redeemer not in known)
+
+
+def carry_redemptions(user):
+    """Record the codes any earlier address of ``user`` redeemed under its current one too (an email change)."""
+    hashes = address_hashes(user)
+    for code, subscription in db.session.execute(select(
+            PromotionRedemption.promotion_code, PromotionRedemption.provider_subscription).where(
+            PromotionRedemption.redeemer.in_(hashes[1:])).distinct()).all():
+        _record(hashes[:1], code, subscription)
 
 
 def _redeemed(user, promotion_code_id):
-    """Whether a subscription of ``user`` took the code; a first subscription still unpaid (``incomplete``,
-    asked again with the same code) has redeemed nothing yet."""
+    """Whether any address ``user`` has had took the code; a first subscription still unpaid
+    (``incomplete``, asked again with the same code) has redeemed nothing yet."""
     taken = db.session.scalars(select(PromotionRedemption.provider_subscription).where(
-        PromotionRedemption.user_id == user.id, PromotionRedemption.promotion_code == promotion_code_id)).all()
+        PromotionRedemption.redeemer.in_(address_hashes(user)),
+        PromotionRedemption.promotion_code == promotion_code_id)).all()
     unpaid = {s.provider_id for s in user.subscriptions if s.provider_status == "incomplete"}
     return any(subscription not in unpaid for subscription in taken)
 
 
-def resolve(code, price_id, user):
-    """Return the id of the active promotion code ``code`` (as typed) for ``price_id``, or ``None`` without one.
+def resolve(code, price_id, user, quantity=1):
+    """Return the id of the active promotion code ``code`` (as typed) for ``price_id`` x ``quantity``, or
+    ``None`` without one.
 
     A code one of ``user``'s subscriptions already carried is refused too (``PromotionRedemption``):
     Stripe lets a customer redeem a code again unless the merchant capped it, and a ``once`` code
-    sent with every upgrade would discount every period. Raises ``InvalidPromotionCode`` (422),
-    ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503). Only reads at Stripe.
+    sent with every upgrade would discount every period. The code's ``restrictions`` are checked
+    here, before any change (https://docs.stripe.com/api/promotion_codes/object#promotion_code_object-restrictions):
+    ``minimum_amount`` against one period of the order, ``first_time_transaction`` against the
+    customer's paid invoices (one page of one). Raises ``InvalidPromotionCode`` (422),
+    ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503). Only reads at Stripe, at most 3 calls.
     """
     customer_id = user.provider_id
     if code is None:
@@ -81,9 +114,13 @@ def resolve(code, price_id, user):
     coupon = (promo.get("promotion") or {}).get("coupon")
     if not isinstance(coupon, dict):
         raise InvalidPromotionCode.for_code(code, "it grants no coupon")
-    reason = _refusal(promo, coupon, customer_id, provider.retrieve_price(price_id), int(time.time()))
+    order = {"price": provider.retrieve_price(price_id), "quantity": quantity}
+    reason = _refusal(promo, coupon, customer_id, order, int(time.time()))
     if reason is None and _redeemed(user, promo["id"]):
         reason = "you have used it already"
+    if reason is None and (promo.get("restrictions") or {}).get("first_time_transaction") and customer_id \
+            and provider.has_paid_invoice(customer_id):
+        reason = "it is for a first purchase only"
     if reason:
         raise InvalidPromotionCode.for_code(code, reason)
     return promo["id"]

@@ -29,6 +29,12 @@ class InvalidProrationDate(AppError):
         message = "Must be a preview's proration_date from the last 10 minutes; preview the swap again."
         return cls("The request body is not valid.", details={"proration_date": [message]})
 
+    @classmethod
+    def not_issued(cls):
+        """No preview of this subscription issued it (CONTRACT "Changes to the fourth round")."""
+        message = "Must be the proration_date a swap preview of this subscription returned; preview the swap again."
+        return cls("The request body is not valid.", details={"proration_date": [message]})
+
 
 class InvalidTaxId(AppError):
     """422 ``invalid_tax_id``: Stripe refused the tax id's type or value (CONTRACT "Selling")."""
@@ -151,7 +157,29 @@ class SubscriptionProvider(ABC):
 
     @abstractmethod
     def list_subscriptions(self, customer_id):
-        """Return every subscription of the customer, whatever its status."""
+        """Return every subscription of the customer, whatever its status (``sync``: support's full rebuild)."""
+
+    @abstractmethod
+    def list_unended_subscriptions(self, customer_id):
+        """Return the customer's subscriptions not yet ended, ``latest_invoice`` expanded: one page of at
+        most 100 (Stripe's list without ``status``), never the customer's whole history."""
+
+    @abstractmethod
+    def has_subscriptions(self, customer_id):
+        """Return whether the customer ever had a subscription, in any status: one page of one."""
+
+    @abstractmethod
+    def has_paid_invoice(self, customer_id):
+        """Return whether the customer has a paid invoice: one page of one (a promotion code's
+        ``restrictions.first_time_transaction``)."""
+
+    @abstractmethod
+    def void_invoice(self, invoice_id):
+        """Void an open invoice, which cancels its PaymentIntent: nothing can pay it after.
+
+        An invoice no longer open (paid, voided, deleted) is left as it is. Stripe's
+        ``POST /v1/invoices/{id}/void`` (https://docs.stripe.com/api/invoices/void).
+        """
 
     @abstractmethod
     def update_subscription(self, subscription_id, params, idempotency_key):
@@ -208,8 +236,20 @@ class SubscriptionProvider(ABC):
         """Create a SetupIntent that saves a card of the customer for off-session charges; return it."""
 
     @abstractmethod
-    def create_portal_session(self, customer_id, return_url):
-        """Return the URL of a billing portal session for the customer."""
+    def create_portal_session(self, customer_id, return_url, configuration=None):
+        """Return the URL of a billing portal session for the customer under the portal ``configuration`` (an id)."""
+
+    @abstractmethod
+    def list_portal_configurations(self):
+        """Return the active billing portal configurations (one page of at most 100)."""
+
+    @abstractmethod
+    def create_portal_configuration(self, params, idempotency_key):
+        """Create a billing portal configuration with Stripe's create ``params``; return its id."""
+
+    @abstractmethod
+    def update_portal_configuration(self, configuration_id, params):
+        """Update a billing portal configuration with Stripe's update ``params``."""
 
     @abstractmethod
     def test_clock_time(self, test_clock_id):
@@ -230,6 +270,16 @@ class SubscriptionProvider(ABC):
         A customer the provider has already deleted (or never had) counts as deleted: a retried
         account deletion finds it gone.
         """
+
+    def void_latest_invoice(self, live):
+        """Void the open ``latest_invoice`` of ``live`` (a subscription dict, ``latest_invoice`` expanded), so
+        that its PaymentIntent's client secret pays nothing once the subscription is dropped (CONTRACT
+        "Changes to the fourth round": nothing collectable after a cancel). Stripe leaves a cancelled
+        subscription's open invoice payable: cancelling only stops its automatic collection
+        (https://docs.stripe.com/api/subscriptions/cancel)."""
+        invoice = live.get("latest_invoice")
+        if isinstance(invoice, dict) and invoice.get("status") == "open":
+            self.void_invoice(invoice["id"])
 
     @abstractmethod
     def list_active_meters(self):

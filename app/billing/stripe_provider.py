@@ -33,11 +33,17 @@ from stripe.params import (
     SubscriptionUpdateParams,
     WebhookEndpointListParams,
 )
-from stripe.params.billing_portal import SessionCreateParams
+from stripe.params.billing_portal import (
+    ConfigurationCreateParams,
+    ConfigurationListParams,
+    ConfigurationUpdateParams,
+    SessionCreateParams,
+)
 from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateParams
 
 from app import jsonbody
 from app.billing import stripe_meters
+from app.billing.objects import CHECKOUT_ORIGIN
 from app.billing.provider import ChangeDeclined, InvalidProrationDate, InvalidTaxId, SubscriptionProvider
 from app.errors import (
     InvalidJson,
@@ -234,12 +240,14 @@ class StripeProvider(SubscriptionProvider):
             + [{"price": other} for other in metered],
             "success_url": urls["success_url"], "cancel_url": urls["cancel_url"],
         }
+        # Stripe's own code box stays off (no ``allow_promotion_codes``): a code typed there would
+        # skip the service's rules (once per person, restrictions); one reaches Checkout only resolved.
         if promotion_code:
             params["discounts"] = [{"promotion_code": promotion_code}]
-        else:
-            params["allow_promotion_codes"] = True
+        # Marked, so that its creation's webhook leaves its trial to the session's completion (CommitPlan).
+        params["subscription_data"] = {"metadata": {"origin": CHECKOUT_ORIGIN}}
         if trial_days:
-            params["subscription_data"] = {"trial_period_days": trial_days}
+            params["subscription_data"]["trial_period_days"] = trial_days
         if automatic_tax:
             # Stripe Tax needs the customer's address: the page collects it onto the customer.
             params["automatic_tax"] = {"enabled": True}
@@ -302,6 +310,30 @@ class StripeProvider(SubscriptionProvider):
         with _provider_call("list subscriptions"):
             page = self._v1.subscriptions.list(params=params)
             return [subscription.to_dict() for subscription in page.auto_paging_iter()]
+
+    def list_unended_subscriptions(self, customer_id):
+        params: SubscriptionListParams = {"customer": customer_id, "limit": 100, "expand": ["data.latest_invoice"]}
+        with _provider_call("list unended subscriptions"):
+            return [subscription.to_dict() for subscription in self._v1.subscriptions.list(params=params).data]
+
+    def has_subscriptions(self, customer_id):
+        params: SubscriptionListParams = {"customer": customer_id, "status": "all", "limit": 1}
+        with _provider_call("list subscriptions"):
+            return bool(self._v1.subscriptions.list(params=params).data)
+
+    def has_paid_invoice(self, customer_id):
+        params: InvoiceListParams = {"customer": customer_id, "status": "paid", "limit": 1}
+        with _provider_call("list paid invoices"):
+            return bool(self._v1.invoices.list(params=params).data)
+
+    def void_invoice(self, invoice_id):
+        with _provider_call("void invoice"):
+            try:
+                self._v1.invoices.void_invoice(invoice_id)
+            except stripe.InvalidRequestError as exc:
+                if exc.code not in ("invoice_unexpected_state", "resource_missing"):
+                    raise
+                log.info("invoice %s not voided: %s", invoice_id, _one_line(exc))
 
     def _now_if_replayed(self, answer):
         """Stripe's answer, or the subscription as it is now when Stripe replayed an earlier answer.
@@ -388,8 +420,9 @@ class StripeProvider(SubscriptionProvider):
         with _provider_call("create setup intent"):
             return self._v1.setup_intents.create(params=params, options={"idempotency_key": idempotency_key}).to_dict()
 
-    def create_portal_session(self, customer_id, return_url):
-        """Create a session under a key derived from the customer, the return URL and a time window.
+    def create_portal_session(self, customer_id, return_url, configuration=None):
+        """Create a session under a key derived from the customer, the return URL, the configuration
+        and a time window.
 
         A key fixed per customer would replay one session, long expired, for the day Stripe keeps
         keys; with the window a double click or retry gets one session, a later request a new one.
@@ -397,11 +430,27 @@ class StripeProvider(SubscriptionProvider):
         params: SessionCreateParams = {"customer": customer_id}
         if return_url:
             params["return_url"] = return_url
+        if configuration:
+            params["configuration"] = configuration
         window = int(time.time()) // PORTAL_IDEMPOTENCY_WINDOW
-        target = hashlib.sha256((return_url or "").encode()).hexdigest()[:16]
+        target = hashlib.sha256(f"{return_url or ''} {configuration or ''}".encode()).hexdigest()[:16]
         with _provider_call("create billing portal session"):
             return self._v1.billing_portal.sessions.create(
                 params=params, options={"idempotency_key": f"portal-{customer_id}-{window}-{target}"}).url
+
+    def list_portal_configurations(self):
+        params: ConfigurationListParams = {"active": True, "limit": 100}
+        with _provider_call("list billing portal configurations"):
+            return [config.to_dict() for config in self._v1.billing_portal.configurations.list(params=params).data]
+
+    def create_portal_configuration(self, params: ConfigurationCreateParams, idempotency_key):
+        with _provider_call("create billing portal configuration"):
+            return self._v1.billing_portal.configurations.create(
+                params=params, options={"idempotency_key": idempotency_key}).id
+
+    def update_portal_configuration(self, configuration_id, params: ConfigurationUpdateParams):
+        with _provider_call("update billing portal configuration"):
+            self._v1.billing_portal.configurations.update(configuration_id, params=params)
 
     def test_clock_time(self, test_clock_id):
         with _provider_call("retrieve test clock"):

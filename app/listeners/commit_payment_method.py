@@ -13,7 +13,7 @@ from app.billing import card_change, objects, payment_methods, state
 from app.billing.events import COMMIT_PAYMENT_METHOD, EXPECTED_OBJECT, handled_by, is_twin
 from app.billing.provider import get_provider
 from app.errors import ProviderRejected
-from app.notifications import notify
+from app.notifications import announce_trial, notify
 from app.signals import webhook_handled
 from app.timeutil import from_timestamp
 
@@ -96,7 +96,10 @@ def _paid_with(find_method, after=None):
 
 
 def _setup_succeeded(user, event):
-    card_change.adopt(get_provider(), user, event)
+    # A trial starts for the customer when its card is saved and accepted (CONTRACT "Changes to the
+    # fourth round"); one the card-fingerprint rule ended at once is a paid subscription from now.
+    for subscription, outcome in card_change.adopt(get_provider(), user, event):
+        announce_trial(user, event["id"], subscription, ended=outcome == card_change.TRIAL_ENDED)
 
 
 # The object an event carries -> what to do with it (STYLE rule 8). Which event types reach it

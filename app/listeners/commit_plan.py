@@ -7,6 +7,7 @@ their ``data`` are CONTRACT "Additions"; the README lists them with the events t
 """
 from app.billing import objects, plans, state
 from app.billing.events import COMMIT_PLAN, handled_by
+from app.billing.objects import CHECKOUT_ORIGIN
 from app.billing.statuses import DUNNING_STATUSES, SUBSCRIBING_STATUSES, VALID_STATUSES
 from app.notifications import notified, notify
 from app.signals import webhook_handled
@@ -123,20 +124,24 @@ def _pending_update_expired(event):
     return [("swap_payment_failed", {"subscription": event["data"]["object"].get("id"), "reason": "expired"})]
 
 
-def _created(event):
-    # A trial is live from its creation: no activating update will ever announce it (rule 4).
-    obj = event["data"]["object"]
-    if objects.text_of(obj.get("status")) != "trialing":
-        return []
-    return [("trial_started", {"subscription": obj.get("id"), "trial_end": _integer(obj.get("trial_end"))})]
-
-
 def _trial_will_end(event):
     obj = event["data"]["object"]
     return [("trial_will_end", {"subscription": obj.get("id"), "trial_end": _integer(obj.get("trial_end"))})]
 
 
-# Event type -> its decision (STYLE rule 8). Created decides only ``trial_started``: a paid
+def _created(event):
+    """A trial created with its card (in the Dashboard, by the API) starts at once (rule 4: no activating
+    update follows). The service's own trials start when their card is saved and accepted: an intent's
+    on its SetupIntent, a Checkout one (``metadata.origin=checkout``) on its session's completion
+    (``notifications.announce_trial``), so that a card that already had a trial is never told one began."""
+    obj = event["data"]["object"]
+    if objects.text_of(obj.get("status")) != "trialing" or objects.ref_id(obj.get("default_payment_method")) is None \
+            or (obj.get("metadata") or {}).get("origin") == CHECKOUT_ORIGIN:
+        return []
+    return [("trial_started", {"subscription": obj.get("id"), "trial_end": _integer(obj.get("trial_end"))})]
+
+
+# Event type -> its decision (STYLE rule 8). Creation decides only a trial that has its card: a paid
 # subscription exists before its payment clears, and is announced by the activating update (rule 4).
 DECIDERS = {
     "customer.subscription.created": _created,

@@ -1,14 +1,21 @@
 """The models, importable from one place so Alembic sees every table."""
-from app.models.account import DeletedSubscriber, PasswordResetRequest
+from app.models.account import AddressHistory, DeletedSubscriber, PasswordResetRequest
 from app.models.catalog import CatalogVersion
 from app.models.delivery import NotificationDelivery
 from app.models.idempotency import IdempotencyKey
-from app.models.subscription import PromotionRedemption, Subscription, SubscriptionItem, TrialFingerprint
+from app.models.subscription import (
+    PromotionRedemption,
+    ProrationQuote,
+    Subscription,
+    SubscriptionItem,
+    TrialFingerprint,
+)
 from app.models.token import AccessToken, RotatedToken
 from app.models.usage import ServiceKey, UsageEvent
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
-__all__ = ["AccessToken", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent", "IdempotencyKey",
-           "Notification", "NotificationDelivery", "PasswordResetRequest", "PromotionRedemption", "RotatedToken",
-           "ServiceKey", "Subscription", "SubscriptionItem", "TrialFingerprint", "UsageEvent", "User", "WebhookEvent"]
+__all__ = ["AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent",
+           "IdempotencyKey", "Notification", "NotificationDelivery", "PasswordResetRequest", "PromotionRedemption",
+           "ProrationQuote", "RotatedToken", "ServiceKey", "Subscription", "SubscriptionItem", "TrialFingerprint",
+           "UsageEvent", "User", "WebhookEvent"]

@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.billing import statuses
@@ -103,14 +103,29 @@ class TrialFingerprint(db.Model):
 
 
 class PromotionRedemption(db.Model):
-    """A promotion code a user's subscription carried (Stripe's ``discounts[].promotion_code``): the same
-    user cannot send it again, so a ``once`` code discounts one invoice, not one upgrade a period."""
+    """A promotion code a subscription carried (Stripe's ``discounts[].promotion_code``), kept per address.
+
+    ``redeemer`` is the SHA-256 of a normalised address the account had (one row per address it ever
+    had, ``app.billing.promotions.remember``), and no foreign key: the row outlives the account, so
+    the address registered again cannot redeem the code again (CONTRACT "Changes to the fourth round").
+    """
 
     __tablename__ = "promotion_redemptions"
-    __table_args__ = (UniqueConstraint("user_id", "promotion_code"), {"sqlite_autoincrement": True})
+    __table_args__ = (UniqueConstraint("redeemer", "promotion_code"), {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    redeemer: Mapped[str] = mapped_column(String(64))
     promotion_code: Mapped[str] = mapped_column(String(255))
     provider_subscription: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ProrationQuote(db.Model):
+    """A ``proration_date`` (Unix seconds) a swap preview of the subscription issued: the only values a
+    swap accepts, for 10 minutes (CONTRACT "Changes to the fourth round"). Older rows are dropped on insert."""
+
+    __tablename__ = "proration_quotes"
+
+    provider_subscription: Mapped[str] = mapped_column(String(255), primary_key=True)
+    proration_date: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

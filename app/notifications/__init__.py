@@ -59,3 +59,23 @@ def notified(user, kind, field, value):
     found = db.session.scalars(select(Notification.data).where(Notification.user_id == user.id,
                                                                Notification.kind == kind))
     return any((data or {}).get(field) == value for data in found)
+
+
+def announce_trial(user, event_id, subscription, ended=False):
+    """Store ``trial_started`` for the trialing ``subscription`` row, or, when the card-fingerprint rule
+    ``ended`` it at once, ``subscribed`` (it is paid from now); once per subscription either way.
+
+    Called when the trial's card was saved (``setup_intent.succeeded``, or a Checkout session's
+    completion): a trial the rule ended is never announced as started (CONTRACT "Changes to the
+    fourth round"). ``data``: ``{"subscription", "trial_end"}`` (Unix seconds), or ``subscribed``'s.
+    """
+    kind = "subscribed" if ended else "trial_started"
+    if subscription.provider_status != ("active" if ended else "trialing") \
+            or notified(user, kind, "subscription", subscription.provider_id):
+        return
+    if ended:
+        notify(user, event_id, kind, {"subscription": subscription.provider_id, "from_status": "trialing",
+                                      "status": "active"})
+        return
+    trial_end = int(subscription.trial_ends_at.timestamp()) if subscription.trial_ends_at else None
+    notify(user, event_id, kind, {"subscription": subscription.provider_id, "trial_end": trial_end})

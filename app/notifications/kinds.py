@@ -11,7 +11,9 @@ Times in ``data`` are Unix seconds (UTC), as the provider sends them.
 NOTIFICATION_KINDS = {
     "subscribed": "customer.subscription.updated, status from incomplete, incomplete_expired, paused or canceled "
                   "to active or trialing; or checkout.session.completed (or async_payment_succeeded) of a session "
-                  "whose subscription is active (from_status null). At most one per subscription. "
+                  "whose subscription is active (from_status null); or the setup_intent.succeeded / session "
+                  "completion whose card already had a trial here, which ends the new trial at once "
+                  "(from_status trialing). At most one per subscription. "
                   "data: subscription, from_status, status.",
     "cancellation_scheduled": "customer.subscription.updated, cancel_at_period_end (or cancel_at) set. "
                               "data: subscription, ends_at.",
@@ -38,8 +40,9 @@ NOTIFICATION_KINDS = {
                            "hosted_invoice_url.",
     "quantity_changed": "customer.subscription.updated, the items' quantities changed and their prices did not. "
                         "data: subscription, from, to (quantity).",
-    "trial_started": "customer.subscription.created of a trialing subscription (a free trial, "
-                     "PROVIDER_TRIAL_DAYS). data: subscription, trial_end.",
+    "trial_started": "setup_intent.succeeded (or checkout.session.completed) that saved the card of a trialing "
+                     "subscription (a free trial, PROVIDER_TRIAL_DAYS) and kept it trialing: a card that already "
+                     "had a trial ends the new one at once, unannounced. data: subscription, trial_end.",
     "password_changed": "The account's password was changed (POST /auth/password or a reset link). A notice "
                         "without a token. data: via (password or reset).",
     "email_change_requested": "POST /auth/email/change asked to move the account to another address; sent to "

@@ -87,7 +87,7 @@ def _account_email(notification, user):
     data = notification.data or {}
     reset = notification.kind == "password_reset"
     ttl = current_app.config["AUTH_PASSWORD_RESET_TTL" if reset else "AUTH_VERIFY_EMAIL_TTL"]
-    return {"link": email_tokens.link(notification.kind, user, data), "ttl": _duration(ttl),
+    return {"link": email_tokens.link(notification, user), "ttl": _duration(ttl),
             "to": data.get("email") if notification.kind == "email_change" else None}
 
 

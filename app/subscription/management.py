@@ -10,8 +10,10 @@ Stripe keeps the subscription as it was and holds the change in ``pending_update
 here. Notifications still come only from the webhooks that follow. Nothing here commits.
 """
 import time
+from datetime import timedelta
 
 from flask import current_app
+from sqlalchemy import bindparam, delete, text
 
 from app import presentation
 from app.billing import objects, plans, prices, promotions, state
@@ -26,6 +28,8 @@ from app.billing.statuses import (
 from app.errors import Conflict, UnknownPrice
 from app.extensions import db
 from app.idempotency import provider_key
+from app.models import ProrationQuote
+from app.models.types import UTCDateTime
 from app.models.user import lock_user
 from app.subscription.errors import (
     NotSubscribed,
@@ -115,16 +119,34 @@ def stripe_now(subscription):
     return int(time.time())
 
 
-def check_proration_date(value, now):
-    """Refuse a ``proration_date`` (Unix seconds) older than ``PRORATION_DATE_MAX_AGE`` before ``now``
-    (``stripe_now``) or in the future.
+# A preview's proration date, stored for the swap that follows; a second preview in the same second
+# issues the same one. Text for both databases (SQLite 3.24+), as the webhook ledger's insert.
+_QUOTE = text("INSERT INTO proration_quotes (provider_subscription, proration_date, created_at) "
+              "VALUES (:subscription, :date, :created_at) ON CONFLICT DO NOTHING"
+              ).bindparams(bindparam("created_at", type_=UTCDateTime()))
 
-    CONTRACT "Changes to the third round": only a preview's date, sent within 10 minutes, is taken;
-    any other date would let the client choose what it pays. ``PRORATION_DATE_SKEW`` seconds
-    ahead are allowed for hosts whose clocks differ. Raises ``InvalidProrationDate`` (422).
+
+def check_proration_date(subscription, value, now):
+    """Refuse a ``proration_date`` (Unix seconds) that no preview of ``subscription`` issued in the last
+    ``PRORATION_DATE_MAX_AGE`` seconds, or that is older than that before ``now`` (``stripe_now``).
+
+    CONTRACT "Changes to the fourth round": only a preview's date is taken; any other date, even a
+    recent one, would let the client choose what it pays (a backdated downgrade). Raises
+    ``InvalidProrationDate`` (422).
     """
     if not now - PRORATION_DATE_MAX_AGE <= value <= now + PRORATION_DATE_SKEW:
         raise InvalidProrationDate.not_recent()
+    issued = db.session.get(ProrationQuote, (subscription.provider_id, value))
+    if issued is None or issued.created_at < utcnow() - timedelta(seconds=PRORATION_DATE_MAX_AGE):
+        raise InvalidProrationDate.not_issued()
+
+
+def _issue_proration_date(subscription, value):
+    """Store ``value`` as a proration date this preview issued, dropping the subscription's expired ones."""
+    db.session.execute(delete(ProrationQuote).where(
+        ProrationQuote.provider_subscription == subscription.provider_id,
+        ProrationQuote.created_at < utcnow() - timedelta(seconds=PRORATION_DATE_MAX_AGE)))
+    db.session.execute(_QUOTE, {"subscription": subscription.provider_id, "date": value, "created_at": utcnow()})
 
 
 def _change_item(user, action, change, proration_date, promotion_code=None):
@@ -140,7 +162,7 @@ def _change_item(user, action, change, proration_date, promotion_code=None):
     """
     subscription = _priced(user)
     if proration_date is not None:
-        check_proration_date(proration_date, stripe_now(subscription))
+        check_proration_date(subscription, proration_date, stripe_now(subscription))
     _refuse_while_pending(user, subscription)
     item = _licensed(subscription)[0]
     provider = get_provider()
@@ -204,8 +226,14 @@ def swap(user, price, proration_date=None, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    promotion = promotions.resolve(promotion_code, price, user)
+    promotion = promotions.resolve(promotion_code, price, user, _seats(user))
     return _change_item(user, "swap", {"price": price}, proration_date, promotion)
+
+
+def _seats(user):
+    """The seats of the user's live subscription as stored (1 without one): a promotion code's order."""
+    subscription = live_subscription(user.subscriptions)
+    return (subscription.quantity if subscription is not None else None) or 1
 
 
 def set_quantity(user, quantity):
@@ -228,8 +256,8 @@ def preview_swap(user, price, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
-    promotion = promotions.resolve(promotion_code, price, user)
-    subscription = _priced(user, lock=False)  # a read: nothing changes, nothing to serialise
+    promotion = promotions.resolve(promotion_code, price, user, _seats(user))
+    subscription = _priced(user, lock=False)  # a read at Stripe: nothing changes there, nothing to serialise
     item, provider = _licensed(subscription)[0], get_provider()
     quantity = item.quantity or 1
     now = stripe_now(subscription)
@@ -240,6 +268,7 @@ def preview_swap(user, price, promotion_code=None):
                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])
     if invoice is None:
         raise NotSubscribed("The subscription will not renew, so a swap has nothing to preview.")
+    _issue_proration_date(subscription, now)
     return {
         "amount_due": invoice.get("amount_due"),
         "currency": invoice.get("currency"),
@@ -279,8 +308,11 @@ def cancel(user, at_period_end=True):
         live = provider.update_subscription(subscription.provider_id, {"cancel_at_period_end": True},
                                             provider_key(user, "cancel"))
     else:
-        # In dunning the period was never paid for: its unused time is no credit to give back.
+        # In dunning the period was never paid for: its unused time is no credit to give back, and
+        # its open invoice is voided first, so that nothing collects it once the subscription is gone.
         prorate = current_app.config["PROVIDER_PRORATION"] != "none" and subscription.provider_status in VALID_STATUSES
+        if subscription.provider_status not in VALID_STATUSES:
+            provider.void_latest_invoice(provider.retrieve_subscription(subscription.provider_id))
         live = provider.cancel_subscription(subscription.provider_id, provider_key(user, "cancel-now"), prorate=prorate)
     return _write(user, live)
 

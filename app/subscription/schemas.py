@@ -1,5 +1,8 @@
 """Bodies of the subscription and notification endpoints (CONTRACT "Resources as JSON")."""
-from marshmallow import Schema, ValidationError, fields, pre_load, validate
+from urllib.parse import urlsplit
+
+from flask import current_app
+from marshmallow import Schema, ValidationError, fields, pre_load, validate, validates_schema
 
 from app.fields import STORABLE_DESCRIPTION, Boolean, Text, Url
 from app.notifications.schemas import NotificationSchema
@@ -10,6 +13,18 @@ from app.presentation import InvoiceSchema, PendingUpdateSchema, SubscriptionSch
 class SubscriptionStateSchema(Schema):
     plan = fields.String(required=True)
     subscription = fields.Nested(SubscriptionSchema, allow_none=True, required=True)
+
+
+def refuse_foreign_hosts(data, names):
+    """Raise ``ValidationError`` for each of ``names`` in ``data`` whose host is not in ``CHECKOUT_ALLOWED_HOSTS``.
+
+    Stripe sends the customer's browser to these URLs: any other host would make the service an open redirect.
+    """
+    allowed = current_app.config["CHECKOUT_ALLOWED_HOSTS"]
+    refused = {name: [f"The host must be one of CHECKOUT_ALLOWED_HOSTS ({', '.join(sorted(allowed))})."]
+               for name in names if data.get(name) and (urlsplit(data[name]).hostname or "").lower() not in allowed}
+    if refused:
+        raise ValidationError(refused)
 
 
 # The code a customer types (e.g. LAUNCH20), resolved at Stripe among the active promotion codes.
@@ -126,8 +141,13 @@ class PortalRequestSchema(Schema):
     return_url = Url(load_default=None, allow_none=True, require_tld=False, schemes={"http", "https"},
                      validate=validate.Length(min=1, max=2048),
                      metadata={"format": "uri", "pattern": r"^https?://[^\u0000]+$",
-                               "description": "Where the portal's return link leads; Stripe's default when absent. "
+                               "description": "Where the portal's return link leads (its host one of "
+                                              "CHECKOUT_ALLOWED_HOSTS); Stripe's default when absent. "
                                               + STORABLE_DESCRIPTION})
+
+    @validates_schema
+    def allowed_hosts(self, data, **kwargs):
+        refuse_foreign_hosts(data, ("return_url",))
 
 
 class PortalSchema(Schema):

@@ -74,7 +74,7 @@ def checkout(body):
     """
     user = current_user_for_update()
     recovery.require_verified_email(user)
-    promotion = promotions.resolve(body["promotion_code"], body["price"], user)
+    promotion = promotions.resolve(body["promotion_code"], body["price"], user, body["quantity"])
     service.ensure_customer(user)
     # Committed before the session exists, as for an intent: its webhooks must find the user.
     db.session.commit()

@@ -1,11 +1,9 @@
 """Bodies of the selling endpoints (CONTRACT "Additions (fourth round)" -> "Selling")."""
-from urllib.parse import urlsplit
 
-from flask import current_app
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import Schema, fields, validate, validates_schema
 
 from app.fields import Text, Url
-from app.subscription.schemas import promotion_code_field
+from app.subscription.schemas import promotion_code_field, refuse_foreign_hosts
 
 COUNTRY = r"^[A-Z]{2}$"
 # Stripe's tax id types: a country code and a scheme (eu_vat, ca_gst_hst, eu_oss_vat, ...).
@@ -50,13 +48,7 @@ class CheckoutRequestSchema(Schema):
 
     @validates_schema
     def allowed_hosts(self, data, **kwargs):
-        # Stripe redirects the customer's browser there: any other host would make this an open redirect.
-        allowed = current_app.config["CHECKOUT_ALLOWED_HOSTS"]
-        refused = {name: [f"The host must be one of CHECKOUT_ALLOWED_HOSTS ({', '.join(sorted(allowed))})."]
-                   for name in ("success_url", "cancel_url")
-                   if name in data and (urlsplit(data[name]).hostname or "").lower() not in allowed}
-        if refused:
-            raise ValidationError(refused)
+        refuse_foreign_hosts(data, ("success_url", "cancel_url"))
 
 
 class CheckoutSchema(Schema):

@@ -6,9 +6,9 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.auth import profile
-from app.billing import objects, plans, state
+from app.billing import objects, plans, portal, promotions, state
 from app.billing.provider import get_provider
-from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES
+from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES, VALID_STATUSES
 from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
 from app.models import Notification, Subscription
@@ -65,6 +65,9 @@ def create_intent(user, price, promotion_code=None):
         live = provider.retrieve_subscription(pending.provider_id)
         return pending, objects.client_secret_of(live), False
     if pending is not None:
+        # Its client secret would still pay the abandoned invoice: voided first (CONTRACT "Changes to
+        # the fourth round"), so that a retry after a failed cancel finds it void, not collectable.
+        provider.void_latest_invoice(provider.retrieve_subscription(pending.provider_id))
         state.apply_subscription(user, provider.cancel_subscription(pending.provider_id), state.live_as_of())
     attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(Subscription.user_id == user.id))
     trial_days = _trial_days(user, provider)
@@ -76,17 +79,25 @@ def create_intent(user, price, promotion_code=None):
                                         automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"],
                                         metered=metered)
     subscription = state.apply_subscription(user, live, state.live_as_of())
+    # Recorded now: a ``once`` discount is gone from the subscription after its first invoice.
+    promotions.remember(user, promotion_code, live["id"])
     plans.recompute_plan(user)
     return subscription, objects.client_secret_of(live), True
 
 
 def _refuse_second_subscription(user, provider):
-    """Take the per-user lock, sync an incomplete subscription, and raise ``AlreadySubscribed`` (409)
-    while the user has one that entitles, or one in dunning, paused or awaiting its trial's card."""
+    """Take the per-user lock, re-read an incomplete subscription, and raise ``AlreadySubscribed`` (409)
+    while the user has one that entitles, or one in dunning, paused or awaiting its trial's card.
+
+    Only the open subscription is read from Stripe, by id (a payment may have cleared since its
+    webhook): never the customer's whole history, so a request's Stripe calls stay bounded.
+    """
     lock_user(user)
     db.session.expire(user)
-    if _open_subscription(user) is not None:
-        provider.sync(user)
+    pending = _open_subscription(user)
+    if pending is not None:
+        state.apply_subscription(user, provider.retrieve_subscription(pending.provider_id), state.live_as_of())
+        plans.recompute_plan(user)
     if plans.entitled_subscription(user) is not None:
         raise AlreadySubscribed()
     # In dunning, paused or a trial awaiting its card, the subscription is still the user's: a card
@@ -137,14 +148,24 @@ def _trial_days(user, provider):
     one of a deleted account with the same address (CONTRACT "Accounts").
     """
     days = current_app.config["PROVIDER_TRIAL_DAYS"]
-    if not days or user.subscriptions or profile.was_deleted_subscriber(user.email):
+    if not days or user.subscriptions or profile.was_deleted_subscriber(user):
         return 0
-    return 0 if user.provider_id and provider.list_subscriptions(user.provider_id) else days
+    return 0 if user.provider_id and provider.has_subscriptions(user.provider_id) else days
 
 
 def portal_url(user, return_url=None):
-    """Return the URL of a provider billing portal session for the user (creating the customer if needed)."""
-    return get_provider().create_portal_session(ensure_customer(user), return_url)
+    """Return the URL of a provider billing portal session for the user (creating the customer if needed).
+
+    The session runs under the service's portal configuration (``app.billing.portal``): plan changes
+    only while the subscription entitles with nothing pending (not in dunning, no ``pending_update``,
+    no trial awaiting its card), so the portal cannot go around ``409 payment_pending`` or dunning.
+    """
+    provider = get_provider()
+    subscription = plans.entitled_subscription(user)
+    plan_changes = subscription is not None and subscription.pending_price is None \
+        and subscription.pending_quantity is None and subscription.provider_status in VALID_STATUSES
+    configuration = portal.configuration_id(provider, plan_changes)
+    return provider.create_portal_session(ensure_customer(user), return_url, configuration)
 
 
 def list_notifications(user, limit=20, starting_after=None):

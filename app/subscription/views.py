@@ -150,7 +150,9 @@ def swap(body):
 def swap_preview(query):
     """Return Stripe's preview of a swap: what it charges now (a dearer price) or the next invoice with its
     credit (a cheaper one), in minor units, and the ``proration_date`` (now) to swap with within 10 minutes."""
-    return management.preview_swap(current_user_for_update(), query["price"], query["promotion_code"])
+    preview = management.preview_swap(current_user_for_update(), query["price"], query["promotion_code"])
+    db.session.commit()  # the proration date it issued, which the swap accepts
+    return preview
 
 
 @blp.route("/subscription/cancel", methods=["POST"])

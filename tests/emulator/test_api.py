@@ -177,6 +177,50 @@ def test_portal_forms(stripe_client, emulator, customer, price, price2):
 
 def test_portal_cancel_now(stripe_client, customer, price):
     sub = activate(stripe_client, customer, price)
-    session = stripe_client.v1.billing_portal.sessions.create(params={"customer": customer.id})
+    default = stripe_client.v1.billing_portal.sessions.create(params={"customer": customer.id})
+    refused = urllib.request.Request(f"{default.url}/subscriptions/{sub.id}/cancel", data=b"", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(refused)
+    assert caught.value.code == 403, "the default configuration cancels at the period's end only"
+    config = stripe_client.v1.billing_portal.configurations.create(params={"features": {
+        "subscription_cancel": {"enabled": True, "mode": "immediately"}}})
+    session = stripe_client.v1.billing_portal.sessions.create(params={"customer": customer.id,
+                                                                      "configuration": config.id})
+    assert session.configuration == config.id
     _post_form(f"{session.url}/subscriptions/{sub.id}/cancel")
     assert stripe_client.v1.subscriptions.retrieve(sub.id).status == "canceled"
+
+
+def test_a_portal_configuration_keeps_its_rules_on_the_page(stripe_client, customer, price, price2):
+    """Only the configuration's prices, with its proration_behavior; no plan change when it offers none."""
+    sub = activate(stripe_client, customer, price)
+    other = stripe_client.v1.prices.create(params={
+        "unit_amount": 100, "currency": "usd", "recurring": {"interval": "month"}, "product": price.product})
+    config = stripe_client.v1.billing_portal.configurations.create(params={"features": {
+        "subscription_update": {"enabled": True, "default_allowed_updates": ["price"],
+                                "proration_behavior": "always_invoice",
+                                "products": [{"product": price.product, "prices": [price.id, price2.id]}]}},
+        "metadata": {"managed_by": "tests"}})
+    assert [c.id for c in stripe_client.v1.billing_portal.configurations.list(params={"active": True}).data] \
+        == [config.id]
+    session = stripe_client.v1.billing_portal.sessions.create(params={"customer": customer.id,
+                                                                      "configuration": config.id})
+    page = urllib.request.urlopen(session.url).read().decode()
+    assert price2.id in page and other.id not in page and "Cancel" not in page
+    base = f"{session.url}/subscriptions/{sub.id}"
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        _post_form(f"{base}/swap", {"price": other.id})
+    assert caught.value.code == 403, "a price the configuration does not offer, posted by hand"
+    _post_form(f"{base}/swap", {"price": price2.id})
+    invoice = stripe_client.v1.invoices.retrieve(stripe_client.v1.subscriptions.retrieve(sub.id).latest_invoice)
+    assert invoice.billing_reason == "subscription_update" and invoice.amount_due > 0, "always_invoice: charged now"
+
+    stripe_client.v1.billing_portal.configurations.update(config.id, params={
+        "features": {"subscription_update": {"enabled": False}}})
+    page = urllib.request.urlopen(session.url).read().decode()
+    assert "Change plan" not in page
+    with pytest.raises(urllib.error.HTTPError):
+        _post_form(f"{base}/swap", {"price": price.id})
+    with pytest.raises(stripe.InvalidRequestError, match="at least one product"):
+        stripe_client.v1.billing_portal.configurations.create(params={"features": {
+            "subscription_update": {"enabled": True, "default_allowed_updates": ["price"]}}})

@@ -59,6 +59,22 @@ def mark_paid(store: Store, inv: dict) -> None:
     store.emit("invoice.payment_succeeded", inv)
 
 
+def void(store: Store, inv: dict) -> None:
+    """Void the open invoice ``inv`` and cancel its PaymentIntent, so that nothing can pay it any more.
+
+    Stripe: "Voiding an invoice ... cancels the invoice's PaymentIntent"
+    (https://docs.stripe.com/invoicing/overview#void); a confirm of it is then
+    ``payment_intent_unexpected_state``, and ``/pay`` of the invoice ``invoice_unexpected_state``.
+    """
+    inv.update(status="void", amount_remaining=0, next_payment_attempt=None)
+    inv["status_transitions"]["voided_at"] = store.now()
+    pi = store.payment_intents.get(inv["_payment_intent"] or "")
+    if pi is not None and pi["status"] not in ("succeeded", "canceled"):
+        pi.update(status="canceled", canceled_at=store.now(), cancellation_reason="void_invoice", next_action=None)
+        store.emit("payment_intent.canceled", pi)
+    store.emit("invoice.voided", inv)
+
+
 def schedule_retry(store: Store, inv: dict) -> None:
     """Set ``next_payment_attempt`` after a failed attempt at ``inv``: the next retry, or ``None``.
 

@@ -77,6 +77,7 @@ class Store:
             self.products: dict[str, dict] = {}
             self.prices: dict[str, dict] = {}
             self.portal_sessions: dict[str, dict] = {}
+            self.portal_configurations: dict[str, dict] = {}
             self.test_clocks: dict[str, dict] = {}
             # One fingerprint per test card in this account, as Stripe gives one per card number.
             self.card_fingerprints: dict[str, str] = {}

@@ -69,25 +69,58 @@ def update_promotion_code(store: Store, promo: dict, params: dict) -> dict:
     return promo
 
 
-def redeemable(store: Store, promo: dict, customer_id: str | None, param: str) -> dict:
-    """The coupon of ``promo`` if the customer may redeem it now; Stripe's 400 otherwise."""
+def redeemable(store: Store, promo: dict, customer_id: str | None, param: str,
+               order: tuple[int, str] | None = None) -> dict:
+    """The coupon of ``promo`` if the customer may redeem it now for ``order`` (``(amount, currency)`` in
+    minor units, before discounts), else Stripe's 400.
+
+    The code's own limits, then its ``restrictions`` (https://docs.stripe.com/api/promotion_codes/object
+    #promotion_code_object-restrictions): ``first_time_transaction`` -- only "Customers without any
+    successful payments or invoices"; ``minimum_amount`` -- "a purchase must be $100 or more to work";
+    then the coupon's ``max_redemptions`` and ``redeem_by`` (https://docs.stripe.com/api/coupons/object:
+    past either, the coupon is no longer ``valid``).
+    """
     coupon = store.coupons[promo["promotion"]["coupon"]]
     now = store.now()
     usable = (promo["active"] and coupon["valid"]
               and (promo["expires_at"] is None or promo["expires_at"] > now)
               and (promo["max_redemptions"] is None or promo["times_redeemed"] < promo["max_redemptions"])
-              and (promo["customer"] is None or promo["customer"] == customer_id))
+              and (promo["customer"] is None or promo["customer"] == customer_id)
+              and (coupon["max_redemptions"] is None or coupon["times_redeemed"] < coupon["max_redemptions"])
+              and (coupon["redeem_by"] is None or coupon["redeem_by"] > now))
     if not usable:
         raise StripeError(400, f"This promotion code cannot be redeemed: '{promo['code']}'.", param=param)
+    restrictions = promo["restrictions"]
+    if restrictions["first_time_transaction"] and any(
+            inv["customer"] == customer_id and inv["status"] == "paid" for inv in store.invoices.values()):
+        raise StripeError(400, "This promotion code cannot be redeemed because the associated customer "
+                          "has prior transactions.", param=param)
+    minimum = restrictions["minimum_amount"]
+    if minimum is not None and order is not None and (
+            order[0] < minimum or order[1] != restrictions["minimum_amount_currency"]):
+        raise StripeError(400, f"This promotion code cannot be redeemed because the order amount is below its "
+                          f"minimum of {minimum} {restrictions['minimum_amount_currency']}.", param=param)
     return coupon
 
 
-def discount_for(store: Store, entry: dict, customer_id: str, sub_id: str | None, param: str) -> dict:
-    """A new discount from a ``discounts[]`` entry (``coupon`` or ``promotion_code``), redeemed now."""
+def order_of(sub: dict, planned: list | None = None) -> tuple[int, str]:
+    """``(amount, currency)`` of one period of ``sub``'s items, with ``planned`` ``(item, price, quantity)``
+    changes in place of the items they change: the purchase a promotion code's ``minimum_amount`` is held to."""
+    changed = {item["id"]: (price, quantity) for item, price, quantity in planned or ()}
+    amount = 0
+    for item in sub["items"]["data"]:
+        price, quantity = changed.get(item["id"], (item["price"], item["quantity"]))
+        amount += (price["unit_amount"] or 0) * quantity
+    return amount, sub["currency"]
+
+
+def discount_for(store: Store, entry: dict, customer_id: str, sub_id: str | None, param: str,
+                 order: tuple[int, str] | None = None) -> dict:
+    """A new discount from a ``discounts[]`` entry (``coupon`` or ``promotion_code``), redeemed now for ``order``."""
     promo = None
     if entry.get("promotion_code"):
         promo = store.get("promotion_codes", entry["promotion_code"], f"{param}[promotion_code]")
-        coupon = redeemable(store, promo, customer_id, f"{param}[promotion_code]")
+        coupon = redeemable(store, promo, customer_id, f"{param}[promotion_code]", order)
     else:
         coupon = store.get("coupons", entry.get("coupon"), f"{param}[coupon]")
     now = store.now()
@@ -100,15 +133,21 @@ def discount_for(store: Store, entry: dict, customer_id: str, sub_id: str | None
             "subscription_item": None, "_promotion_code": promo}
 
 
-def apply_discounts(store: Store, sub: dict, entries: list, param: str = "discounts") -> None:
-    """Replace the subscription's discounts with ``entries`` (Stripe's ``discounts`` parameter; ``""`` clears)."""
-    made = [discount_for(store, entry, sub["customer"], sub["id"], f"{param}[{i}]")
+def apply_discounts(store: Store, sub: dict, entries: list, param: str = "discounts",
+                    order: tuple[int, str] | None = None) -> None:
+    """Replace the subscription's discounts with ``entries`` (Stripe's ``discounts`` parameter; ``""`` clears),
+    redeemed for ``order`` (default: one period of the subscription's items). Refused, nothing changes."""
+    order = order or order_of(sub)
+    made = [discount_for(store, entry, sub["customer"], sub["id"], f"{param}[{i}]", order)
             for i, entry in enumerate(entries or [])]
     for discount in made:
         promo = discount.pop("_promotion_code")
         if promo is not None:
             promo["times_redeemed"] += 1
-        store.coupons[discount["source"]["coupon"]]["times_redeemed"] += 1
+        coupon = store.coupons[discount["source"]["coupon"]]
+        coupon["times_redeemed"] += 1
+        if coupon["max_redemptions"] is not None and coupon["times_redeemed"] >= coupon["max_redemptions"]:
+            coupon["valid"] = False
         store.discounts[discount["id"]] = discount
     sub["discounts"] = [discount["id"] for discount in made]
 
@@ -119,7 +158,7 @@ def planned_discounts(store: Store, sub: dict, entries) -> list:
         return sub.get("discounts") or []
     planned = []
     for i, entry in enumerate(entries or []):
-        discount = discount_for(store, entry, sub["customer"], sub["id"], f"discounts[{i}]")
+        discount = discount_for(store, entry, sub["customer"], sub["id"], f"discounts[{i}]", order_of(sub))
         discount.pop("_promotion_code")
         planned.append(discount)
     return planned

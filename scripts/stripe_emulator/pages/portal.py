@@ -16,6 +16,7 @@ from flask import Blueprint, abort, redirect, request
 from ..core.http import store
 from ..core.store import DEFAULT_API_VERSION, StripeError, new_id
 from ..subscriptions import models as subscriptions
+from . import portal_configurations
 
 bp = Blueprint("stripe_portal", __name__)
 
@@ -37,6 +38,10 @@ def _form(action: str, label: str, extra: str = "") -> str:
             f'<button type="submit">{escape(label)}</button></form> ')
 
 
+def _config(st, session: dict) -> dict:
+    return st.portal_configurations[session["configuration"]]
+
+
 def _render_sub(st, session_id: str, sub: dict) -> str:
     base = f"/portal/{session_id}/subscriptions/{sub['id']}"
     item = sub["items"]["data"][0]
@@ -49,17 +54,20 @@ def _render_sub(st, session_id: str, sub: dict) -> str:
              + "<br>"]
     if sub["status"] in ("canceled", "incomplete_expired"):
         return "".join(lines) + "</li>"
+    config = _config(st, store().portal_sessions[session_id])
+    cancel = config["features"]["subscription_cancel"]
     if sub["cancel_at_period_end"]:
         lines.append(_form(f"{base}/resume", "Resume subscription"))
-    else:
+    elif cancel["enabled"] and cancel["mode"] == "at_period_end":
         lines.append(_form(f"{base}/cancel_at_period_end", "Cancel at period end"))
-    lines.append(_form(f"{base}/cancel", "Cancel now"))
-    options = "".join(
-        f'<option value="{escape(q["id"])}"{" selected" if q["id"] == p["id"] else ""}>'
-        f'{escape(q["lookup_key"] or q["id"])} ({q["unit_amount"]} {q["currency"]})</option>'
-        for q in st.prices.values() if q["recurring"] and q["active"])
-    lines.append(_form(f"{base}/swap", "Change plan",
-                       f'<select name="price">{options}</select>'))
+    if cancel["enabled"] and cancel["mode"] == "immediately":
+        lines.append(_form(f"{base}/cancel", "Cancel now"))
+    offered = portal_configurations.offered_prices(st, config)
+    if offered is not None:
+        options = "".join(
+            f'<option value="{escape(q["id"])}"{" selected" if q["id"] == p["id"] else ""}>'
+            f'{escape(q["lookup_key"] or q["id"])} ({q["unit_amount"]} {q["currency"]})</option>' for q in offered)
+        lines.append(_form(f"{base}/swap", "Change plan", f'<select name="price">{options}</select>'))
     return "".join(lines) + "</li>"
 
 
@@ -91,23 +99,37 @@ def act(session_id, sub_id, action):
         st.request_ctx = {"id": new_id("req_", 14), "idempotency_key": None,
                           "api_version": DEFAULT_API_VERSION}
         try:
-            if action == "cancel_at_period_end":
-                subscriptions.update_subscription(st, sub, {"cancel_at_period_end": True})
-            elif action == "resume":
-                subscriptions.update_subscription(st, sub, {"cancel_at_period_end": False})
-            elif action == "cancel":
-                subscriptions.require_subscription(st, sub_id)
-                subscriptions.cancel_now(st, sub)
-            elif action == "swap":
-                price = request.form.get("price", "")
-                item = sub["items"]["data"][0]
-                subscriptions.update_subscription(
-                    st, sub, {"items": [{"id": item["id"], "price": price}]})
-            else:
-                abort(404)
+            _act(st, _config(st, session), sub, action)
         except StripeError as err:
             return redirect(f"/portal/{session_id}?error={quote(str(err))}", code=303)
         finally:
             st.request_ctx = {"id": None, "idempotency_key": None,
                               "api_version": DEFAULT_API_VERSION}
     return redirect(f"/portal/{session_id}", code=303)
+
+
+def _act(st, config: dict, sub: dict, action: str) -> None:
+    """Do what the page's form asks, as far as the session's configuration allows (else a 403 page).
+
+    The configuration is the rule, not only what the page shows: a form posted by hand for a hidden
+    action or a price not offered is refused, as on Stripe's portal.
+    """
+    cancel = config["features"]["subscription_cancel"]
+    if action == "cancel_at_period_end" and cancel["enabled"] and cancel["mode"] == "at_period_end":
+        subscriptions.update_subscription(st, sub, {"cancel_at_period_end": True})
+    elif action == "resume":
+        subscriptions.update_subscription(st, sub, {"cancel_at_period_end": False})
+    elif action == "cancel" and cancel["enabled"] and cancel["mode"] == "immediately":
+        subscriptions.require_subscription(st, sub["id"])
+        subscriptions.cancel_now(st, sub)
+    elif action == "swap":
+        price = request.form.get("price", "")
+        offered = portal_configurations.offered_prices(st, config) or []
+        if price not in {p["id"] for p in offered}:
+            abort(403)
+        item = sub["items"]["data"][0]
+        proration = config["features"]["subscription_update"]["proration_behavior"]
+        subscriptions.update_subscription(
+            st, sub, {"items": [{"id": item["id"], "price": price}], "proration_behavior": proration})
+    else:
+        abort(403 if action in ("cancel_at_period_end", "cancel") else 404)

@@ -64,9 +64,9 @@ def create_subscription(store: Store, params: dict) -> dict:
     if outcome == "succeeded" and \
             sub["payment_settings"]["save_default_payment_method"] == "on_subscription":
         sub["default_payment_method"] = charge_pm["id"]
-    store.subscriptions[sub["id"]] = sub
-    if params.get("discounts"):
+    if params.get("discounts"):  # before it is stored: a code refused leaves nothing behind
         discount_models.apply_discounts(store, sub, params["discounts"])
+    store.subscriptions[sub["id"]] = sub
     if trial_days:
         trials.start_trial(store, sub, params, behavior)
     inv = invoicing.open_invoice(store, sub, "subscription_create", sub["start_date"],
@@ -148,7 +148,9 @@ def _change_items_with_discounts(store: Store, sub: dict, params: dict) -> bool:
     if "discounts" not in params:
         return prorations.change_items(store, sub, params)
     kept = sub["discounts"]
-    discount_models.apply_discounts(store, sub, params["discounts"] or [])
+    planned = prorations.planned_changes(store, sub, params.get("items") or [])
+    discount_models.apply_discounts(store, sub, params["discounts"] or [],
+                                    order=discount_models.order_of(sub, planned))
     try:
         return prorations.change_items(store, sub, params)
     except StripeError:

@@ -8,6 +8,7 @@ https://docs.stripe.com/billing/subscriptions/pending-updates). The caller holds
 
 from __future__ import annotations
 
+from ..billing import invoicing
 from ..core.store import Store, public
 from ..products.models import legacy_plan
 from .objects import find_item
@@ -61,9 +62,7 @@ def expire_pending(store: Store, sub: dict) -> None:
     inv = store.invoices.get(sub.pop("_pending_invoice", None) or "")
     sub["pending_update"] = None
     if inv is not None and inv["status"] == "open":
-        inv["status"] = "void"
-        inv["status_transitions"]["voided_at"] = store.now()
-        store.emit("invoice.voided", inv)
+        invoicing.void(store, inv)
     store.emit("customer.subscription.updated", sub, before)
     store.emit("customer.subscription.pending_update_expired", sub)
 

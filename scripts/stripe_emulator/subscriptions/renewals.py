@@ -42,9 +42,7 @@ def process_due(store: Store, sub: dict) -> None:
         sub["status"] = "incomplete_expired"
         inv = store.invoices.get(sub["latest_invoice"] or "")
         if inv and inv["status"] == "open":
-            inv["status"] = "void"
-            inv["status_transitions"]["voided_at"] = store.now()
-            store.emit("invoice.voided", inv)
+            invoicing.void(store, inv)
         store.emit("customer.subscription.updated", sub, before)
     elif sub["cancel_at"] and sub["cancel_at"] <= periods.period_end(sub):
         cancel_now(store, sub, ended_at=sub["cancel_at"])

@@ -1,0 +1,134 @@
+"""``/v1/billing_portal/configurations`` (https://docs.stripe.com/api/customer_portal/configurations):
+what a portal session lets its customer do, and the rules the portal page (``portal.py``) keeps.
+
+A session without ``configuration`` uses the account's default one, which here allows what a new
+Stripe account's default portal allows once plan changes are switched on: any active recurring
+price, prorated (``create_prorations``), cancel at once or at the period's end.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+from ..core.http import endpoint
+from ..core.lists import newest_first, paginate
+from ..core.store import Store, StripeError, new_id, public
+
+bp = Blueprint("stripe_portal_configurations", __name__)
+
+DEFAULT_ID = "bpc_emulator_default"
+
+
+def _features(params: dict, before: dict | None = None) -> dict:
+    """The ``features`` object from create/update ``params`` over ``before`` (Stripe's defaults when new)."""
+    old = before or {
+        "customer_update": {"allowed_updates": [], "enabled": False},
+        "invoice_history": {"enabled": False},
+        "payment_method_update": {"enabled": False, "payment_method_configuration": None},
+        "subscription_cancel": {"cancellation_reason": {"enabled": False, "options": []}, "enabled": False,
+                                "mode": "at_period_end", "proration_behavior": "none"},
+        "subscription_update": {"default_allowed_updates": [], "enabled": False, "products": [],
+                                "proration_behavior": "none", "schedule_at_period_end": {"conditions": []},
+                                "trial_update_behavior": "end_trial", "billing_cycle_anchor": None},
+    }
+    features = {name: dict(value) for name, value in old.items()}
+    for name, given in (params or {}).items():
+        if name not in features:
+            raise StripeError(400, f"The emulator does not model the portal feature {name!r}.",
+                              code="parameter_unsupported", param=f"features[{name}]")
+        features[name].update({key: value for key, value in given.items() if key != "products"})
+        if "products" in given:
+            features[name]["products"] = [
+                {"product": p["product"], "prices": list(p.get("prices") or []),
+                 "adjustable_quantity": {"enabled": bool((p.get("adjustable_quantity") or {}).get("enabled")),
+                                         "maximum": None, "minimum": 1}}
+                for p in given["products"] or []]
+    return features
+
+
+def _check(features: dict) -> dict:
+    update = features["subscription_update"]
+    if update["enabled"] and not update["products"] and "price" in update["default_allowed_updates"]:
+        # https://docs.stripe.com/api/customer_portal/configurations/create: products are needed to offer price updates.
+        raise StripeError(400, "You must specify at least one product when price updates are allowed.",
+                          param="features[subscription_update][products]")
+    return features
+
+
+def create_configuration(store: Store, params: dict, config_id: str | None = None) -> dict:
+    now = store.now()
+    features = _features(params.get("features") or {})
+    if config_id != DEFAULT_ID:  # the account's default offers every price, as a new account's does
+        _check(features)
+    config = {
+        "id": config_id or new_id("bpc_"), "object": "billing_portal.configuration", "active": True,
+        "application": None,
+        "business_profile": {"headline": None, "privacy_policy_url": None, "terms_of_service_url": None,
+                             **(params.get("business_profile") or {})},
+        "created": now, "default_return_url": params.get("default_return_url") or None,
+        "features": features, "is_default": config_id == DEFAULT_ID,
+        "livemode": False, "login_page": {"enabled": False, "url": None},
+        "metadata": dict(params.get("metadata") or {}), "name": params.get("name") or None, "updated": now,
+    }
+    store.portal_configurations[config["id"]] = config
+    return config
+
+
+def default_configuration(store: Store) -> dict:
+    """The account's default configuration, made on first use."""
+    if DEFAULT_ID not in store.portal_configurations:
+        create_configuration(store, {"features": {
+            "invoice_history": {"enabled": True}, "payment_method_update": {"enabled": True},
+            "subscription_cancel": {"enabled": True, "mode": "at_period_end"},
+            "subscription_update": {"enabled": True, "default_allowed_updates": ["price"],
+                                    "proration_behavior": "create_prorations"}}}, DEFAULT_ID)
+    return store.portal_configurations[DEFAULT_ID]
+
+
+def offered_prices(store: Store, config: dict) -> list[dict] | None:
+    """The prices the portal offers for a plan change under ``config``: ``None`` when it offers none."""
+    update = config["features"]["subscription_update"]
+    if not update["enabled"] or "price" not in update["default_allowed_updates"]:
+        return None
+    listed = {price for product in update["products"] for price in product["prices"]}
+    return [p for p in store.prices.values() if p["recurring"] and p["active"]
+            and (config["id"] == DEFAULT_ID or p["id"] in listed)]
+
+
+@bp.post("/v1/billing_portal/configurations")
+@endpoint(required=("features",))
+def create(st, params):
+    return public(create_configuration(st, params))
+
+
+@bp.post("/v1/billing_portal/configurations/<config_id>")
+@endpoint()
+def update(st, params, config_id):
+    config = st.get("portal_configurations", config_id)
+    if "features" in params:
+        config["features"] = _check(_features(params["features"], config["features"]))
+    for key in ("active", "default_return_url", "name"):
+        if key in params:
+            config[key] = params[key]
+    if "metadata" in params:
+        config["metadata"] = dict(params["metadata"] or {})
+    if "business_profile" in params:
+        config["business_profile"].update(params["business_profile"] or {})
+    config["updated"] = st.now()
+    return public(config)
+
+
+@bp.get("/v1/billing_portal/configurations/<config_id>")
+@endpoint()
+def retrieve(st, params, config_id):
+    return public(st.get("portal_configurations", config_id))
+
+
+@bp.get("/v1/billing_portal/configurations")
+@endpoint()
+def list_configurations(st, params):
+    configs = newest_first(st.portal_configurations.values())
+    for key in ("active", "is_default"):
+        if key in params:
+            configs = [c for c in configs if c[key] == params[key]]
+    return paginate(configs, params, "/v1/billing_portal/configurations")
