@@ -65,18 +65,20 @@ def _commit_batch(bar, count):
 
 
 def _users(keys, every):
+    """``(user ids, the keys that name nobody)``: every user with a customer for ``every``, else each key's user."""
     if every:
-        return db.session.scalars(select(User.id).where(User.provider_id.is_not(None)).order_by(User.id)).all()
-    ids = []
+        return db.session.scalars(select(User.id).where(User.provider_id.is_not(None)).order_by(User.id)).all(), []
+    ids, unknown = [], []
     for key in keys:
         match = User.email == service.normalise_email(key)
         if key.isdigit():
             match = or_(match, User.id == int(key))
         user_id = db.session.scalar(select(User.id).where(match))
         if user_id is None:
-            raise click.BadParameter(f"no user with email or id {key!r}", param_hint="EMAIL_OR_ID")
-        ids.append(user_id)
-    return ids
+            unknown.append(key)
+        else:
+            ids.append(user_id)
+    return ids, unknown
 
 
 @click.command("sync-user", cls=ServiceCommand)
@@ -93,7 +95,7 @@ def sync_user_command(keys, every):
     # The bar goes to a terminal only; a line printed on the bar's terminal starts below the bar.
     on_terminal = sys.stderr.isatty()
     start = "\n" if on_terminal and sys.stdout.isatty() else ""
-    ids = _users(keys, every)
+    ids, unknown = _users(keys, every)
     progress = click.progressbar(ids, label="syncing", file=sys.stderr) if on_terminal else nullcontext(ids)
     with progress as user_ids:
         for user_id in user_ids:
@@ -107,8 +109,11 @@ def sync_user_command(keys, every):
                 click.echo(f"{start}{user.email}: FAILED ({exc.__class__.__name__}: {exc})")
                 continue
             click.echo(f"{start}{result.email}: {result.change_text()}")
+    problems = [f"no user with email or id {', '.join(map(repr, unknown))}"] if unknown else []
     if failed:
-        raise click.ClickException(f"{failed} user(s) could not be synced")
+        problems.append(f"{failed} user(s) could not be synced")
+    if problems:  # the others were synced all the same
+        raise click.ClickException("; ".join(problems))
 
 
 @click.command("check-webhook", cls=ServiceCommand)

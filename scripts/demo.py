@@ -76,14 +76,18 @@ class Demo:
         """Move the demo's test clock to just past ``timestamp`` (Unix seconds): what falls due for its customer
         happens; nobody else's subscription moves."""
         self.stripe.v1.test_helpers.test_clocks.advance(self.clock, params={"frozen_time": timestamp + 60})
+        # Stripe answers "advancing" and moves the clock in the background: done when it says "ready".
+        self.until("the test clock is ready",
+                   lambda: self.stripe.v1.test_helpers.test_clocks.retrieve(self.clock).status == "ready")
 
-    def on_own_clock(self, subscription_id):
-        """Put the customer the service just created for the demo user on the demo's test clock.
+    def on_own_clock(self, subscription_id=None, customer=None):
+        """Put the customer the service just created for a demo user (``customer``, or ``subscription_id``'s) on
+        the demo's test clock.
 
         Stripe sets a customer's clock only when it creates it, and the service creates its customers; the
         emulator's ``/_emulator/customers/{id}/test_clock`` moves it there, objects and all.
         """
-        customer = self.stripe.v1.subscriptions.retrieve(subscription_id).customer
+        customer = customer or self.stripe.v1.subscriptions.retrieve(subscription_id).customer
         requests.post(f"{self.emulator}/_emulator/customers/{customer}/test_clock", json={"test_clock": self.clock},
                       timeout=30).raise_for_status()
 
@@ -227,6 +231,9 @@ class Demo:
                             json={"price": self.prices["pro"], "promotion_code": code.lower(),
                                   "success_url": "http://localhost:3000/welcome",
                                   "cancel_url": "http://localhost:3000/plans"})
+        # On the demo's clock before it pays, so that its trial ends when the demo moves that clock, whenever
+        # this runs and whatever ran before (not on the emulator's own clock, which other users share).
+        self.on_own_clock(customer=self.stripe.v1.checkout.sessions.retrieve(session["id"]).customer)
         self.step("The customer pays on that page with card 4242 (a browser would; here the emulator's control)")
         requests.post(f"{self.emulator}/_emulator/checkout_sessions/{session['id']}/complete",
                       json={"payment_method": "pm_card_visa"}, timeout=30).raise_for_status()

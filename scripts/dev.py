@@ -92,7 +92,8 @@ def answers(url):
 
 
 def _prices(client):
-    """Return ``{price id: plan}``: the prices a previous run left in the emulator's state, else new ones."""
+    """Return ``{price id: plan}`` in ``PLANS``' order (``GET /plans`` keeps it): the prices a previous run left in
+    the emulator's state, else new ones."""
     found = {price.lookup_key: price.id
              for price in client.v1.prices.list(params={"lookup_keys": [plan for plan, _ in PLANS]}).data}
     missing = [(plan, amount) for plan, amount in PLANS if plan not in found]
@@ -102,7 +103,7 @@ def _prices(client):
             found[plan] = client.v1.prices.create(params={
                 "product": product.id, "unit_amount": amount, "currency": "usd", "recurring": {"interval": "month"},
                 "lookup_key": plan}).id
-    return {price: plan for plan, price in found.items()}
+    return {found[plan]: plan for plan, _ in PLANS}
 
 
 def _webhook_endpoint(client, url):
@@ -216,7 +217,10 @@ class Stack:
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
         self.env_file.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, **SETTINGS}.items()))
-        subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env, check=True)
+        upgraded = subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env)
+        if upgraded.returncode:
+            # flask has said what is wrong in one line (a bad setting, an unreachable database): no traceback here.
+            raise SystemExit(upgraded.returncode)
         self._spawn("the service (flask run)",
                     ["-m", "flask", "run", "--host", "127.0.0.1", "--port", str(self.port), "--no-reload"], env)
         self._spawn("the delivery worker (flask deliver-notifications)", ["-m", "flask", "deliver-notifications"], env)

@@ -392,7 +392,7 @@ def test_without_a_secret_key_tokens_are_503_naming_it_and_the_mail_worker_refus
     assert len(result.output.strip().splitlines()) == 1
 
 
-@settings(max_examples=budget(quick=40, deep=300), deadline=None, derandomize=True, database=None,
+@settings(max_examples=budget(quick=20, deep=300), deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(token=st.one_of(st.text(max_size=200),
                        st.from_regex(r"\A[A-Za-z0-9_\-]{0,40}\.[A-Za-z0-9_\-]{0,10}\.[A-Za-z0-9_\-]{0,40}\Z")))

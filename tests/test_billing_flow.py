@@ -288,9 +288,15 @@ def test_sync_user_refuses_emails_with_all(flow):
         "Error: name EMAIL_OR_IDs or pass --all, not both (see 'app sync-user --help')"]
 
 
-def test_sync_user_names_unknown_users(flow):
-    result = flow.app.test_cli_runner().invoke(args=["sync-user", "nobody@example.com"])
-    assert result.exit_code != 0 and "nobody@example.com" in result.output
+def test_sync_user_names_unknown_users_and_syncs_the_others(flow):
+    started = flow.intent()
+    flow.pay(started["client_secret"])  # the webhooks stay undelivered
+    result = flow.app.test_cli_runner().invoke(args=["sync-user", "nobody@example.com", "ada@example.com", "999"])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert any(line.startswith("ada@example.com: ") and "plan: - -> basic" in line for line in lines), lines
+    assert lines[-1] == "Error: no user with email or id 'nobody@example.com', '999'"
+    assert flow.me()["plan"] == "basic", "the known user was synced"
 
 
 def test_check_webhook_names_missing_event_types(flow):

@@ -9,6 +9,7 @@ import pytest
 
 from app import config
 from app.billing.events import REQUIRED_EVENT_TYPES
+from app.presentation import InvoiceSchema
 from app.subscription.schemas import QuantityRequestSchema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -223,3 +224,10 @@ def test_commands_in_the_docs_need_only_python3(page):
 def test_the_seat_limits_are_documented_as_the_schema_has_them():
     (seats,) = QuantityRequestSchema().fields["quantity"].validators
     assert f'"quantity" ({seats.min} to {seats.max} seats;' in (DOCS / "api.md").read_text()
+
+
+def test_the_invoice_shape_in_api_md_is_the_schemas():
+    """docs/api.md's Invoice lists every field the service answers, ``subtotal``, ``tax`` and ``total`` included."""
+    row = next(line for line in (DOCS / "api.md").read_text().splitlines() if "`/subscription/invoices`" in line)
+    listed = re.findall(r'"(\w+)"', row.split("Invoice: `{", 1)[1].split("}`", 1)[0])
+    assert listed == list(InvoiceSchema().fields)

@@ -40,3 +40,15 @@ def test_existing_users_get_their_own_idempotency_token(tmp_path):
         tokens = conn.execute(text("SELECT idempotency_token FROM users")).scalars().all()
     engine.dispose()
     assert len(tokens) == 2 and len(set(tokens)) == 2 and all(len(t) == 32 for t in tokens)
+
+
+def test_a_deleted_users_id_is_never_given_to_another(app):
+    """SQLite reuses the largest rowid unless the table is AUTOINCREMENT (issue 32 item 6); PostgreSQL never does."""
+    insert = text("INSERT INTO users (email, password_hash, idempotency_token, created_at, updated_at) "
+                  "VALUES (:email, 'x', :token, '2026-01-01', '2026-01-01') RETURNING id")
+    with app.app_context(), db.engine.begin() as conn:
+        first = conn.execute(insert, {"email": "reuse-1@example.com", "token": "a" * 32}).scalar_one()
+        conn.execute(text("DELETE FROM users WHERE id = :id"), {"id": first})
+        second = conn.execute(insert, {"email": "reuse-2@example.com", "token": "b" * 32}).scalar_one()
+        conn.execute(text("DELETE FROM users WHERE id = :id"), {"id": second})
+    assert second > first

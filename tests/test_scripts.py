@@ -15,7 +15,7 @@ import stripe
 
 from scripts.demo import Demo
 from scripts.dev import API_KEY, Stack, secret_key
-from tests.depth import budget
+from tests.depth import DEEP, budget
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +63,9 @@ def test_make_run_remembers_me_and_make_demo_leaves_other_users_as_they_were(tmp
         assert provider.v1.subscriptions.retrieve(subscription_id).to_dict() == ada_before
         assert provider.v1.invoices.list(params={"subscription": subscription_id}).to_dict() == invoices_before
         assert requests.get(f"{base}/auth/me", headers=headers, timeout=10).json() == me_before
+        if DEEP:  # run after run: a second demo on the same stack, with its own clock, passes as well
+            Demo(env).run()
+            assert capsys.readouterr().out.count("Demo complete.") == 1
     key = secret_key(tmp_path / "dev.env")
     assert f"SECRET_KEY='{key}'" in (tmp_path / "dev.env").read_text() and len(key) >= 32, "kept for the next run"
 
@@ -101,6 +104,9 @@ def test_a_restarted_make_run_keeps_subscribed_users_working(tmp_path):
         assert http.get(f"{base}/auth/me", timeout=10).json()["plan"] == "basic"
     with stack_in(tmp_path, ports) as env:
         assert json.loads(env["PROVIDER_PLANS"]) == {price: plan for plan, price in prices.items()}
+        assert list(json.loads(env["PROVIDER_PLANS"]).values()) == ["basic", "pro", "team"], "GET /plans' order"
+        listed = http.get(f"{base}/plans", timeout=10).json()["data"]
+        assert [plan["plan"] for plan in listed] == ["basic", "pro", "team"]
         assert http.get(f"{base}/auth/me", timeout=10).json()["plan"] == "basic"
         again = http.post(f"{base}/subscription/intent", json={"price": prices["basic"]}, timeout=30)
         assert again.status_code == 409 and again.json()["error"]["code"] == "already_subscribed"
@@ -143,6 +149,19 @@ def test_ctrl_c_on_make_run_is_a_clean_stop(tmp_path):
     assert "make run:" not in errors
     # The second stack's own folder (INSTANCE=): database, emulator state, environment, mail.
     assert {path.name for path in (tmp_path / "second").iterdir()} >= {"app.db", "emulator.json", "dev.env", "mail"}
+
+
+def test_a_bad_setting_under_make_run_is_one_line_without_a_traceback(tmp_path):
+    ports = ["--port", str(free_port()), "--emulator-port", str(free_port()), "--smtp-port", str(free_port())]
+    started = subprocess.run([sys.executable, "-m", "scripts.dev", *ports, "--instance", str(tmp_path / "bad")],
+                             cwd=ROOT, env={**os.environ, "PROVIDER_CATALOG_TTL": "soon"}, capture_output=True,
+                             text=True, timeout=120)
+    assert started.returncode != 0
+    # Before it, the emulator's request log, as make run shows it; after it, nothing.
+    assert "Traceback" not in started.stderr
+    lines = started.stderr.strip().splitlines()
+    assert [line for line in lines if "Error" in line] == lines[-1:] == [
+        "Error: PROVIDER_CATALOG_TTL must be a whole number, got 'soon'"], started.stderr
 
 
 def test_make_run_takes_its_ports_and_folder_from_make_variables():

@@ -102,6 +102,10 @@ def test_the_catalogue_is_read_from_stripe_once_and_cached(flow):
     assert requests_to(flow, "GET /v1/prices") == before, "served from the process's copy"
     not_modified = catalogue(flow, **{"If-None-Match": first.headers["ETag"]})
     assert not_modified.status_code == 304 and not_modified.data == b""
+    # RFC 9110 13.1.2: If-None-Match compares weakly, so a cache's weakened W/ tag matches too.
+    weak = catalogue(flow, **{"If-None-Match": f'"other", W/{first.headers["ETag"]}'})
+    assert weak.status_code == 304 and weak.headers["ETag"] == first.headers["ETag"]
+    assert catalogue(flow, **{"If-None-Match": 'W/"other"'}).status_code == 200
 
 
 def requests_to(flow, resource):
@@ -301,6 +305,14 @@ def test_a_checkout_with_a_promotion_code_is_discounted_and_a_second_one_refused
 
 
 DE = {"line1": "Unter den Linden 1", "city": "Berlin", "postal_code": "10117", "country": "DE"}
+
+
+def test_a_tax_id_type_stripe_does_not_list_is_refused_before_any_call(flow):
+    before = flow.emulator.control("GET", "requests")["total"]
+    refused = flow.client.post("/subscription/tax-ids", json={"type": "xx_nope", "value": "1"}, headers=flow.headers)
+    assert refused.status_code == 422 and refused.json["error"]["code"] == "invalid_tax_id", refused.json
+    assert refused.json["error"]["details"] == {"type": "xx_nope"}
+    assert flow.emulator.control("GET", "requests")["total"] == before, "no Stripe call, no customer made for it"
 
 
 def test_billing_details_and_tax_ids_live_on_the_stripe_customer(flow, make_app):

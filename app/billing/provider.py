@@ -46,6 +46,10 @@ class InvalidTaxId(AppError):
     def refused(cls, kind, reason):
         return cls(f"Stripe refused the tax id: {reason}", details={"type": kind})
 
+    @classmethod
+    def unknown_type(cls, kind):
+        return cls(f"Stripe has no tax id type {kind!r}.", details={"type": kind})
+
 
 class ChangeDeclined(Exception):  # noqa: N818 (a decision, not a fault)
     """Stripe refused a subscription change because its charge was declined (``error_if_incomplete``)."""
@@ -127,6 +131,10 @@ class SubscriptionProvider(ABC):
     @abstractmethod
     def list_tax_ids(self, customer_id):
         """Return the customer's tax ids (Stripe's TaxId dicts), newest first."""
+
+    @abstractmethod
+    def tax_id_types(self):
+        """The tax id types the provider knows (Stripe's ``eu_vat``, ``gb_vat``, ...), a frozenset; no call."""
 
     @abstractmethod
     def create_tax_id(self, customer_id, kind, value):

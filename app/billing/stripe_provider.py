@@ -8,6 +8,7 @@ The only module that imports ``stripe``. Network failures, rate limits and Strip
 import hashlib
 import logging
 import time
+import typing
 from contextlib import contextmanager
 
 import requests
@@ -56,6 +57,8 @@ from app.errors import (
 from app.pagination import InvalidCursor
 
 log = logging.getLogger(__name__)
+# Stripe's list of tax id types, as the pinned SDK types CustomerCreateTaxIdParams["type"] (its ``| str`` dropped).
+_TAX_ID_TYPES = frozenset(typing.get_args(typing.get_args(CustomerCreateTaxIdParams.__annotations__["type"])[0]))
 
 # The client secrets a client confirms: the first invoice's payment, or a trial's SetupIntent.
 # Its discounts with their coupons: the row shows them (CONTRACT "Selling": Subscription ``discount``).
@@ -267,6 +270,9 @@ class StripeProvider(SubscriptionProvider):
         params: CustomerListTaxIdsParams = {"limit": 100}
         with _provider_call("list tax ids"):
             return [tax_id.to_dict() for tax_id in self._v1.customers.tax_ids.list(customer_id, params=params).data]
+
+    def tax_id_types(self):
+        return _TAX_ID_TYPES
 
     def create_tax_id(self, customer_id, kind, value):
         params: CustomerCreateTaxIdParams = {"type": kind, "value": value}  # type: ignore[typeddict-item]

@@ -4,7 +4,7 @@ Nothing here is stored: Stripe's customer is where Stripe Tax reads the address 
 so every answer is Stripe's own. A user without a customer yet has none of them (read without a
 Stripe call); writing creates the customer. Nothing here commits.
 """
-from app.billing.provider import get_provider
+from app.billing.provider import InvalidTaxId, get_provider
 from app.errors import NotFound
 from app.subscription.service import ensure_customer
 
@@ -44,8 +44,12 @@ def write(user, name, address):
 
 
 def add_tax_id(user, kind, value):
-    """Add a tax id at Stripe; return it as CONTRACT "TaxId". Raises ``InvalidTaxId`` (422)."""
-    return present_tax_id(get_provider().create_tax_id(ensure_customer(user), kind, value))
+    """Add a tax id at Stripe; return it as CONTRACT "TaxId". Raises ``InvalidTaxId`` (422): a ``kind`` not in
+    Stripe's list before any call (no customer is created for it), else when Stripe refuses the value."""
+    provider = get_provider()
+    if kind not in provider.tax_id_types():
+        raise InvalidTaxId.unknown_type(kind)
+    return present_tax_id(provider.create_tax_id(ensure_customer(user), kind, value))
 
 
 def delete_tax_id(user, tax_id):

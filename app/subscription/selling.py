@@ -47,7 +47,8 @@ def plans():
     ``price.*`` webhook refreshes it); 503 ``provider_unavailable`` when Stripe cannot be read.
     """
     text, etag = catalog.rendered(_render_plans)
-    fresh = request.if_none_match.contains(etag)
+    # If-None-Match compares weakly (RFC 9110 13.1.2): W/"x" matches "x", as a cache may have weakened it.
+    fresh = request.if_none_match.contains_weak(etag)
     response = make_response("" if fresh else text, 304 if fresh else 200)
     response.set_etag(etag)
     response.headers["Cache-Control"] = "public, no-cache"

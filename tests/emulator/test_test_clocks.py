@@ -26,7 +26,8 @@ def test_advancing_a_clock_renews_only_its_customers(stripe_client, emulator, pr
 
     target = clock.frozen_time + 32 * DAY
     advanced = stripe_client.v1.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": target})
-    assert (advanced.frozen_time, advanced.status) == (target, "ready")
+    assert (advanced.frozen_time, advanced.status) == (target, "advancing"), "Stripe advances asynchronously"
+    assert stripe_client.v1.test_helpers.test_clocks.retrieve(clock.id).status == "ready"
     renewed = stripe_client.v1.subscriptions.retrieve(mine.id, params={"expand": ["latest_invoice"]})
     assert renewed["items"].data[0].current_period_start == mine["items"].data[0].current_period_end
     assert renewed.latest_invoice.billing_reason == "subscription_cycle"
@@ -73,3 +74,26 @@ def test_an_existing_customer_can_be_put_on_a_clock_for_make_demo(stripe_client,
     assert stripe_client.v1.subscriptions.retrieve(sub.id).test_clock == clock.id
     emulator.advance(32 * DAY)
     assert stripe_client.v1.subscriptions.retrieve(sub.id).to_dict()["items"] == sub.to_dict()["items"]
+
+
+def test_a_clock_advances_at_most_two_intervals_of_its_shortest_subscription(stripe_client, emulator, price):
+    """https://docs.stripe.com/api/test_clocks/advance: two intervals of the shortest subscription."""
+    clock = stripe_client.v1.test_helpers.test_clocks.create(params={"frozen_time": emulator.clock()})
+    _subscribed(stripe_client, price, test_clock=clock.id)  # monthly
+    with pytest.raises(stripe.InvalidRequestError) as refused:
+        stripe_client.v1.test_helpers.test_clocks.advance(clock.id, params={
+            "frozen_time": clock.frozen_time + 70 * DAY})
+    assert refused.value.param == "frozen_time" and "two intervals" in refused.value.user_message
+    assert stripe_client.v1.test_helpers.test_clocks.retrieve(clock.id).frozen_time == clock.frozen_time
+    stripe_client.v1.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": clock.frozen_time + 55 * DAY})
+
+
+def test_a_clock_without_subscriptions_advances_at_most_two_years(stripe_client, emulator):
+    clock = stripe_client.v1.test_helpers.test_clocks.create(params={"frozen_time": emulator.clock()})
+    with pytest.raises(stripe.InvalidRequestError) as refused:
+        stripe_client.v1.test_helpers.test_clocks.advance(clock.id, params={
+            "frozen_time": clock.frozen_time + 732 * DAY})
+    assert refused.value.param == "frozen_time"
+    advanced = stripe_client.v1.test_helpers.test_clocks.advance(
+        clock.id, params={"frozen_time": clock.frozen_time + 700 * DAY})
+    assert advanced.status == "advancing"

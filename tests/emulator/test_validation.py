@@ -226,7 +226,7 @@ VALUES = st.one_of(st.text(max_size=12), st.sampled_from(["", "true", "-1", "0",
                                                           "price_x", "cus_x", "usd"]))
 
 
-@settings(max_examples=budget(60, 400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=budget(30, 400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(route=st.sampled_from(ROUTES), pairs=st.lists(st.tuples(KEYS, VALUES), max_size=6))
 def test_no_client_input_gets_a_500(emulator, route, pairs):
     method, path = route
@@ -302,7 +302,7 @@ SDK_ROUTES = [("post", "/v1/subscriptions", "/v1/subscriptions"),
               ("get", "/v1/webhook_endpoints", "/v1/webhook_endpoints")]
 
 
-@settings(max_examples=budget(40, 400), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=budget(20, 400), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_whatever_the_sdk_types_allow_never_gets_a_500(stripe_client, ids, data):
     method, rule, path = data.draw(st.sampled_from(SDK_ROUTES))

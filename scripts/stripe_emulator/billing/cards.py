@@ -21,6 +21,12 @@ TEST_CARDS = {
     # renewal that fails.
     "pm_card_chargeCustomerFail": {"brand": "visa", "last4": "0341", "sets_up": True,
                                    "decline": ("card_declined", "generic_decline")},
+    # Cards issued abroad (https://docs.stripe.com/testing#international-cards): their ``card.country``
+    # locates a customer for Stripe Tax when nothing else does (``billing/tax.py``).
+    "pm_card_de": {"brand": "visa", "last4": "0016", "country": "DE"},
+    "pm_card_fr": {"brand": "visa", "last4": "0003", "country": "FR"},
+    "pm_card_gb": {"brand": "visa", "last4": "0000", "country": "GB"},
+    "pm_card_au": {"brand": "visa", "last4": "0006", "country": "AU"},
 }
 
 
@@ -35,6 +41,10 @@ TEST_CARD_NUMBERS = {
     "4000000000000002": "pm_card_chargeDeclined",
     "4000002500003155": "pm_card_authenticationRequired",
     "4000000000000341": "pm_card_chargeCustomerFail",
+    "4000002760000016": "pm_card_de",
+    "4000002500000003": "pm_card_fr",
+    "4000008260000000": "pm_card_gb",
+    "4000000360000006": "pm_card_au",
 }
 
 

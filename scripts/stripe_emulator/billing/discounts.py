@@ -1,9 +1,9 @@
 """What a subscription's discount takes off an invoice (https://docs.stripe.com/billing/subscriptions/coupons).
 
 A discount points at its coupon (``source.coupon``); ``percent_off`` takes that share of the
-invoice's positive subtotal (rounded to minor units), ``amount_off`` that many minor units of the
-coupon's currency (never more than the subtotal). ``duration``: ``once`` applies to one invoice,
-``repeating`` until the discount's ``end``, ``forever`` always.
+invoice's discountable lines (rounded to minor units; prorations carry theirs inside their amounts),
+``amount_off`` that many minor units of the coupon's currency (never more than those lines).
+``duration``: ``once`` applies to one invoice, ``repeating`` until the discount's ``end``, ``forever`` always.
 """
 
 from __future__ import annotations
@@ -35,10 +35,15 @@ def amount(store: Store, discount: dict, subtotal: int, currency: str) -> int:
 
 
 def apply(store: Store, inv: dict, discount: dict | None) -> None:
-    """Take ``discount`` off the draft invoice ``inv`` (its totals and amounts due), Stripe's fields set."""
+    """Take ``discount`` off the draft invoice ``inv`` (its totals and amounts due), Stripe's fields set.
+
+    Only ``discountable`` lines are discounted: prorations carry their own discount inside their amount
+    ("discountable: always false for prorations", https://docs.stripe.com/api/invoices/line_item#invoice_line_item_object-discountable).
+    """
     if discount is None:
         return
-    off = amount(store, discount, inv["subtotal"], inv["currency"])
+    base = sum(line["amount"] for line in inv["lines"]["data"] if line["discountable"])
+    off = amount(store, discount, base, inv["currency"])
     if not off:
         return
     inv["discounts"] = [discount["id"]]

@@ -7,7 +7,7 @@ for the same change, in the order Stripe announces them.
 from __future__ import annotations
 
 from ..core.store import Store, new_id, public
-from . import cards, objects
+from . import cards, objects, tax
 
 # Retries of a failed renewal, each after the previous attempt (``subscriptions/dunning.py`` runs them).
 RETRY_DELAYS = (3 * 86400, 5 * 86400, 7 * 86400)
@@ -17,11 +17,13 @@ def open_invoice(store: Store, sub: dict, reason: str, start: int, end: int,
                  lines: list[dict] | None = None) -> dict:
     """Create a draft subscription invoice (``finalize`` opens it): ``lines``, else the period's charge."""
     inv = objects.invoice(store, sub, reason, start, end, lines=lines)
+    tax.finalize_without_location(inv, sub)
     store.invoices[inv["id"]] = inv
     sub["latest_invoice"] = inv["id"]
-    for discount_id in inv["discounts"]:
-        discount = store.discounts[discount_id]
-        if store.coupons[discount["source"]["coupon"]]["duration"] == "once":
+    used = [*inv["discounts"], *(line["_discount"] for line in inv["lines"]["data"] if line.get("_discount"))]
+    for discount_id in dict.fromkeys(used):
+        discount = store.discounts.get(discount_id)
+        if discount is not None and store.coupons[discount["source"]["coupon"]]["duration"] == "once":
             # Used up by this invoice: Stripe takes it off the subscription.
             discount["_used"] = True
             sub["discounts"] = [d for d in sub["discounts"] if d != discount_id]
@@ -29,8 +31,14 @@ def open_invoice(store: Store, sub: dict, reason: str, start: int, end: int,
 
 
 def finalize(store: Store, inv: dict) -> None:
+    """Open the draft ``inv``: numbered, its PaymentIntent made when something is due, and the customer's
+    balance moved to the invoice's ``ending_balance`` (``objects.apply_balance``)."""
     store.emit("invoice.created", inv)
     cus = store.customers.get(inv["customer"]) or {}
+    if cus and cus.get("balance", 0) != inv["ending_balance"]:
+        before = public(cus)
+        cus["balance"] = inv["ending_balance"]
+        store.emit("customer.updated", cus, before)
     seq = cus.get("next_invoice_sequence", 1)
     if cus:
         cus["next_invoice_sequence"] = seq + 1

@@ -93,8 +93,18 @@ def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int,
     planned = sub.get("discounts") if discount_ids is None else discount_ids
     discounts.apply(store, inv, discounts.current(store, planned, now))
     taxed = sub["automatic_tax"]["enabled"] if automatic_tax is None else automatic_tax
-    tax.apply(store, inv, taxed)
+    tax.apply(store, inv, taxed, sub)
+    apply_balance(inv, cus.get("balance") or 0)
     return inv
+
+
+def apply_balance(inv: dict, balance: int) -> None:
+    """The customer's ``balance`` (minor units; negative: a credit) on the invoice, as Stripe applies it
+    (https://docs.stripe.com/billing/customer/balance): a credit lowers ``amount_due``, and a negative total
+    is not paid out but left as credit in ``ending_balance``, which the next invoice uses."""
+    applied = inv["total"] + balance
+    inv.update(starting_balance=balance, ending_balance=min(0, applied), amount_due=max(0, applied),
+               amount_remaining=max(0, applied))
 
 
 def payment_intent(store: Store, inv: dict) -> dict:

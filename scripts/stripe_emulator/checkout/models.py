@@ -4,15 +4,23 @@ A session is ``open`` until the customer completes it with a card, on the hosted
 or with ``POST /_emulator/checkout_sessions/{id}/complete``. Completing it does what Stripe does:
 the card is attached to the customer, the subscription is created and paid at once with it (a
 Checkout subscription is never ``incomplete``: the payment cleared before it exists), then
-``checkout.session.completed`` is sent after the subscription's and invoice's own events. A
-declined card is a 402 and the session stays open.
+``checkout.session.completed`` is sent after the subscription's and invoice's own events.
+
+A card Stripe would decline is a 402 ``card_declined`` before anything happens, with or without a
+trial: the session stays open, no card is attached, no subscription exists, nothing is charged. With
+a trial Checkout saves the card with a SetupIntent, whose card check declines the same test cards
+(https://docs.stripe.com/payments/checkout/free-trials, https://docs.stripe.com/testing#declined-payments);
+a card that sets up but fails its charges (``pm_card_chargeCustomerFail``) passes that check.
 """
 
 from __future__ import annotations
 
+from ..billing import cards
 from ..core.store import Store, StripeError, new_id
+from ..customers import models as customer_models
 from ..customers import payment_methods
 from ..customers.models import live_customer
+from ..intents import setup_intents
 from ..products.models import metered
 from ..subscriptions import models as subscriptions
 
@@ -55,20 +63,31 @@ def create_session(store: Store, params: dict) -> dict:
         "url": f"{store.base_url}/checkout/{session_id}",
         "_line_items": [_line_item(store, item, i) for i, item in enumerate(params["line_items"])],
         "_subscription_data": dict(params.get("subscription_data") or {}),
+        "locale": params.get("locale"), "customer_details": None,
+        "customer_update": dict(params.get("customer_update") or {}) or None,
     }
     store.checkout_sessions[session_id] = session
     return session
 
 
-def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None = None) -> dict:
+def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None = None,
+             address: dict | None = None) -> dict:
     """Pay the open session with ``pm_id`` (a test card id): the subscription is created, paid, announced.
 
-    ``promotion_code`` (an id) is what the customer entered on the page when the session allows codes.
+    ``promotion_code`` (an id) is what the customer entered on the page when the session allows codes;
+    ``address`` (``country``, ``postal_code``) the billing address, kept on the session's ``customer_details``,
+    and saved to the customer with ``customer_update[address]=auto``
+    (https://docs.stripe.com/api/checkout/sessions/create#create_checkout_session-customer_update-address).
     """
     if session["status"] != "open":
         raise StripeError(400, f"This Checkout Session is {session['status']}.", code="checkout_session_not_open")
-    pm = payment_methods.attach_pm(store, payment_methods.resolve_pm(store, pm_id), session["customer"])
     data = session["_subscription_data"]
+    pm = payment_methods.resolve_pm(store, pm_id)
+    check = setup_intents.outcome(store, pm) if data.get("trial_period_days") else cards.card_outcome(pm, store.now())
+    if check != "succeeded":
+        raise cards.decline_error(store, None, pm)
+    pm = payment_methods.attach_pm(store, pm, session["customer"])
+    _save_address(store, session, address)
     discounts = session["discounts"] or ([{"promotion_code": promotion_code}] if promotion_code else [])
     params = {"customer": session["customer"], "items": session["_line_items"], "default_payment_method": pm["id"],
               "payment_behavior": "error_if_incomplete", "metadata": dict(data.get("metadata") or {}),
@@ -86,3 +105,13 @@ def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None
                    amount_total=inv["total"], currency=inv["currency"])
     store.emit("checkout.session.completed", session)
     return session
+
+
+def _save_address(store: Store, session: dict, address: dict | None) -> None:
+    if not address:
+        return
+    full = {key: address.get(key) for key in customer_models.ADDRESS_FIELDS}
+    session["customer_details"] = {"address": full, "email": None, "name": None, "phone": None,
+                                   "tax_exempt": "none", "tax_ids": []}
+    if (session["customer_update"] or {}).get("address") == "auto":
+        customer_models.update(store, store.customers[session["customer"]], {"address": full})

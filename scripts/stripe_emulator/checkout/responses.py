@@ -1,8 +1,8 @@
 """``/v1/checkout/sessions`` routes and the hosted page a browser completes, ``/checkout/<id>``.
 
-The page takes a test card id (``pm_card_visa``, ...) and, when the session allows it, a
-promotion code as typed; paying redirects to the session's ``success_url``. No auth: the session
-id is the capability, as Stripe's URLs are.
+The page takes a test card id (``pm_card_visa``, ...), the card's billing country and postal code
+(optional) and, when the session allows it, a promotion code as typed; paying redirects to the
+session's ``success_url``. No auth: the session id is the capability, as Stripe's URLs are.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ PAGE = """<!doctype html>
 <body><h1>Subscribe</h1>{flash}<p>{lines}</p>
 <form method="post" action="/checkout/{id}"><select name="payment_method">
 <option>pm_card_visa</option><option>pm_card_mastercard</option><option>pm_card_chargeDeclined</option>
-</select>{code}<button type="submit">Subscribe</button></form>
+</select><input name="country" placeholder="Country (DE)"><input name="postal_code" placeholder="Postal code">
+{code}<button type="submit">Subscribe</button></form>
 <p><a href="{cancel}">Cancel</a></p></body></html>"""
 
 
@@ -71,8 +72,11 @@ def pay(session_id):
         if typed and promo is None:
             return redirect(f"/checkout/{session_id}?error={quote('This code is not valid.')}", code=303)
         try:
-            models.complete(st, session, request.form.get("payment_method") or "pm_card_visa",
-                            promo["id"] if promo else None)
+            with st.on_clock(st.clock_of(session["customer"])):  # a test clock's customer pays in its time
+                address = {key: request.form[key].strip() for key in ("country", "postal_code")
+                           if request.form.get(key, "").strip()}
+                models.complete(st, session, request.form.get("payment_method") or "pm_card_visa",
+                                promo["id"] if promo else None, address or None)
         except StripeError as err:
             return redirect(f"/checkout/{session_id}?error={quote(err.body['message'])}", code=303)
         return redirect(session["success_url"], code=303)

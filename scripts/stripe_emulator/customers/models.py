@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..billing import tax
 from ..core.store import Store, StripeError, merge_metadata, new_id, public
 from . import payment_methods
 
@@ -32,16 +33,36 @@ def live_customer(st, cus_id, param="id"):
 ADDRESS_FIELDS = ("city", "country", "line1", "line2", "postal_code", "state")
 
 
-def update(st, cus, params):
-    before = public(cus)
+def _address(value) -> dict | None:
+    return {key: (value or {}).get(key) or None for key in ADDRESS_FIELDS} if value else None
+
+
+def _shipping(value) -> dict | None:
+    return {"address": _address(value["address"]), "name": value["name"],
+            "phone": value.get("phone") or None} if value else None
+
+
+def apply_details(cus: dict, params: dict) -> None:
+    """The contact and tax details a create or update sets (``""`` unsets one), once
+    ``tax[validate_location]=immediately`` accepted the address they leave (``billing/tax.py``)."""
+    located = {"address": _address(params["address"]) if "address" in params else cus["address"],
+               "shipping": _shipping(params["shipping"]) if "shipping" in params else cus["shipping"]}
+    tax.validate_location(params, located)
+    cus.update(located)
     for key in ("email", "name", "description", "phone"):
         if key in params:
             cus[key] = params[key] or None
     if "metadata" in params:
         merge_metadata(cus, params["metadata"])
-    if "address" in params:
-        address = params["address"] or None
-        cus["address"] = {key: (address or {}).get(key) or None for key in ADDRESS_FIELDS} if address else None
+    if "tax_exempt" in params:
+        cus["tax_exempt"] = params["tax_exempt"] or "none"
+    if "preferred_locales" in params:
+        cus["preferred_locales"] = list(params["preferred_locales"] or [])
+
+
+def update(st, cus, params):
+    before = public(cus)
+    apply_details(cus, params)
     settings = params.get("invoice_settings") or {}
     if "default_payment_method" in settings:
         pm_id = settings["default_payment_method"]

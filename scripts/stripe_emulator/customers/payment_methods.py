@@ -20,7 +20,7 @@ def payment_method(store: Store, test_id: str, exp_month: int = 12, exp_year: in
         "card": {"brand": card["brand"], "checks": {"address_line1_check": None,
                                                     "address_postal_code_check": None,
                                                     "cvc_check": None},
-                 "country": "US", "display_brand": card["brand"], "exp_month": exp_month,
+                 "country": card.get("country", "US"), "display_brand": card["brand"], "exp_month": exp_month,
                  "exp_year": year, "fingerprint": cards.fingerprint(store, test_id), "funding": "credit",
                  "generated_from": None, "last4": card["last4"],
                  "networks": {"available": [card["brand"]], "preferred": None},

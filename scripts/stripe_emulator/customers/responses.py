@@ -20,6 +20,7 @@ def create_customer(st, params):
     if params.get("test_clock"):
         st.get("test_clocks", params["test_clock"], "test_clock")
     cus = models.customer(st, params)
+    models.apply_details(cus, params)
     st.customers[cus["id"]] = cus
     settings = dict(params.get("invoice_settings") or {})
     if params.get("payment_method"):

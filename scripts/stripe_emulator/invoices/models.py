@@ -54,8 +54,11 @@ def preview(store: Store, params: dict) -> dict:
     planned = prorations.planned_changes(store, sub, details.get("items") or [])
     behavior = details.get("proration_behavior") or "create_prorations"
     when = prorations.proration_date(store, sub, details.get("proration_date")) if planned else store.now()
-    lines = prorations.proration_lines(sub, planned, when) if planned and behavior != "none" else []
-    if not (planned and behavior == "always_invoice"):
+    planned_discounts = discount_models.planned_discounts(store, sub, params.get("discounts"))
+    restart = prorations.restart_lines(store, sub, planned, when, behavior) if planned else None
+    lines = restart or (prorations.proration_lines(store, sub, planned, when, after=planned_discounts)
+                        if planned and behavior != "none" else [])
+    if restart is None and not (planned and behavior == "always_invoice"):
         if sub["status"] in ("canceled", "incomplete_expired") or sub["cancel_at"]:
             raise StripeError(404, "No upcoming invoices for customer: " + sub["customer"],
                               code="invoice_upcoming_none")
@@ -65,7 +68,7 @@ def preview(store: Store, params: dict) -> dict:
     start = lines[0]["period"]["start"] if lines else when
     inv = invoice(store, sub, "upcoming" if not planned else "subscription_update", start,
                           periods.period_end(sub), lines=[dict(line) for line in lines],
-                          discount_ids=discount_models.planned_discounts(store, sub, params.get("discounts")),
+                          discount_ids=planned_discounts,
                           automatic_tax=(params.get("automatic_tax") or {}).get("enabled"))
     inv.update(id=f"upcoming_{new_id('in_')}", status="draft", created=store.now(),
                period_start=periods.period_start(sub), period_end=periods.period_end(sub))

@@ -91,6 +91,8 @@ def list_prices(st, params):
         prices = [p for p in prices if p["active"] == bool(params["active"])]
     if params.get("type"):
         prices = [p for p in prices if p["type"] == params["type"]]
+    if params.get("currency"):
+        prices = [p for p in prices if p["currency"] == params["currency"].lower()]
     page = paginate(prices, params, "/v1/prices")
     page["data"] = [render(st, p, strip_data(params.get("expand"))) for p in page["data"]]
     return page

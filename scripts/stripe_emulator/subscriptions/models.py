@@ -12,7 +12,7 @@ from ..customers import payment_methods
 from ..customers.models import live_customer
 from ..discounts import models as discount_models
 from ..products.models import metered, subscribable
-from . import objects, prorations, trials
+from . import objects, prorations, rules, trials
 
 
 def _item_prices(store: Store, entries: list) -> list[tuple[dict, int]]:
@@ -38,17 +38,28 @@ def item_quantity(p: dict, entry: dict, i: int) -> int | None:
     return None
 
 
+def _trial_seconds(store: Store, params: dict) -> int:
+    """How long the trial lasts: to ``trial_end`` (``now``: none), else ``trial_period_days`` days."""
+    trial_end = params.get("trial_end")
+    if trial_end == "now":
+        return 0
+    if isinstance(trial_end, int):
+        return trial_end - store.now()
+    return int(params.get("trial_period_days") or 0) * 86400
+
+
 def create_subscription(store: Store, params: dict) -> dict:
     cus = live_customer(store, params.get("customer"), "customer")
+    rules.check_create(store, params)
     prices = _item_prices(store, params.get("items") or [])
     behavior = params.get("payment_behavior") or "allow_incomplete"
-    trial_days = int(params.get("trial_period_days") or 0)
+    trial_seconds = _trial_seconds(store, params)
     pm_id = params.get("default_payment_method")
     pm_id = payment_methods.customer_pm(store, cus["id"], pm_id, "default_payment_method") if pm_id else None
     charge_pm_id = pm_id or cus["invoice_settings"]["default_payment_method"]
     charge_pm = store.payment_methods.get(charge_pm_id or "")
     amount = sum(p["unit_amount"] * q for p, q in prices if q is not None)
-    needs_payment = amount > 0 and not trial_days and behavior != "default_incomplete"
+    needs_payment = amount > 0 and not trial_seconds and behavior != "default_incomplete"
     if needs_payment and charge_pm is None:
         raise StripeError(400, "This customer has no attached payment source or default "
                           "payment method. Please consider adding a default payment method.",
@@ -57,9 +68,9 @@ def create_subscription(store: Store, params: dict) -> dict:
     if behavior == "error_if_incomplete" and outcome not in (None, "succeeded"):
         raise cards.decline_error(store, None, charge_pm)
 
-    sub = _build_subscription(store, cus, params, prices, trial_days)
+    sub = _build_subscription(store, cus, params, prices, trial_seconds)
     sub["default_payment_method"] = pm_id
-    if not trial_days and (outcome == "succeeded" or amount == 0):
+    if not trial_seconds and (outcome == "succeeded" or amount == 0):
         sub["status"] = "active"
     if outcome == "succeeded" and \
             sub["payment_settings"]["save_default_payment_method"] == "on_subscription":
@@ -67,7 +78,7 @@ def create_subscription(store: Store, params: dict) -> dict:
     if params.get("discounts"):  # before it is stored: a code refused leaves nothing behind
         discount_models.apply_discounts(store, sub, params["discounts"])
     store.subscriptions[sub["id"]] = sub
-    if trial_days:
+    if trial_seconds:
         trials.start_trial(store, sub, params, behavior)
     inv = invoicing.open_invoice(store, sub, "subscription_create", sub["start_date"],
                        periods.period_end(sub))
@@ -81,16 +92,16 @@ def create_subscription(store: Store, params: dict) -> dict:
 
 
 def _build_subscription(store: Store, cus: dict, params: dict, prices: list,
-                        trial_days: int) -> dict:
+                        trial_seconds: int) -> dict:
     now = store.now()
     sub = objects.subscription(store, cus["id"], params, now)
     sub["currency"] = prices[0][0]["currency"]
     rec = prices[0][0]["recurring"]
-    end = now + trial_days * 86400 if trial_days else \
+    end = now + trial_seconds if trial_seconds else \
         periods.add_interval(now, rec["interval"], rec["interval_count"])
     for p, q in prices:
         sub["items"]["data"].append(objects.subscription_item(store, sub["id"], p, q, now, end))
-    if trial_days:
+    if trial_seconds:
         sub.update(status="trialing", trial_start=now, trial_end=end)
     return sub
 
@@ -122,6 +133,7 @@ def ensure_mutable(sub: dict, params: dict) -> None:
 
 def update_subscription(store: Store, sub: dict, params: dict) -> dict:
     ensure_mutable(sub, params)
+    rules.check_update(store, sub, params)
     prorations.check_update(params)
     before = public(sub)
     _apply_cancellation(store, sub, params)
@@ -152,7 +164,7 @@ def _change_items_with_discounts(store: Store, sub: dict, params: dict) -> bool:
     discount_models.apply_discounts(store, sub, params["discounts"] or [],
                                     order=discount_models.order_of(sub, planned))
     try:
-        return prorations.change_items(store, sub, params)
+        return prorations.change_items(store, sub, params, before=kept)
     except StripeError:
         sub["discounts"] = kept
         raise
@@ -182,6 +194,9 @@ def _apply_details(sub: dict, params: dict) -> None:
     save = (params.get("payment_settings") or {}).get("save_default_payment_method")
     if save:
         sub["payment_settings"]["save_default_payment_method"] = save
+    end = ((params.get("trial_settings") or {}).get("end_behavior") or {}).get("missing_payment_method")
+    if end:
+        sub["trial_settings"]["end_behavior"]["missing_payment_method"] = end
 
 
 def _add_or_remove_item(store: Store, sub: dict, entry: dict, i: int) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ..billing import cards, invoicing, periods
+from ..billing import cards, discounts, invoicing, periods
 from ..billing.objects import invoice_line
 from ..core.store import Store, StripeError
 from ..products.models import subscribable
@@ -72,27 +72,55 @@ def _share_left(sub: dict, when: int) -> float:
     return (end - when) / (end - start) if end > max(start, when) else 0
 
 
-def _unused_line(sub: dict, item: dict, when: int) -> dict:
-    """The credit for the time left after ``when`` on the item's current price and quantity."""
+def _net(store: Store, discount: dict | None, price: dict, quantity: int) -> int:
+    """A period of ``quantity`` × ``price`` less ``discount`` (minor units): what the discount in force makes it."""
+    full = price["unit_amount"] * quantity
+    return full - (discounts.amount(store, discount, full, price["currency"]) if discount else 0)
+
+
+def _unused_line(store: Store, sub: dict, item: dict, when: int, discount: dict | None = None) -> dict:
+    """The credit for the time left after ``when`` on the item's current price and quantity, at what the
+    ``discount`` in force until then made it."""
     old = item["price"]
-    credit = -round(old["unit_amount"] * item["quantity"] * _share_left(sub, when))
+    credit = -round(_net(store, discount, old, item["quantity"]) * _share_left(sub, when))
     return invoice_line(
         sub["id"], item["id"], old, item["quantity"], credit, when, periods.period_end(sub),
         f"Unused time on {item['quantity']} × {old['id']} after {_day(when)}", proration=True)
 
 
-def proration_lines(sub: dict, planned: list, when: int) -> list[dict]:
-    """A credit for the unused time of each changed item and a charge for the rest at its new terms."""
+def proration_lines(store: Store, sub: dict, planned: list, when: int, before: list | None = None,
+                    after: list | None = None) -> list[dict]:
+    """A credit for the unused time of each changed item and a charge for the rest at its new terms.
+
+    As Stripe computes them by default (``proration_discounts=included``,
+    https://docs.stripe.com/changelog/clover/2025-09-30/itemize-proration-discount-amounts: the discount IDs are
+    on the line, "discount amounts are 0"): each line carries the discount in force for its side inside its amount
+    (``before``: the discount ids until the change, ``after``: from it; default the subscription's), and is not
+    ``discountable``, so no invoice-level discount touches it. An upgrade with a new code credits the old time
+    whole and discounts only the new time.
+    """
     if sub["status"] == "trialing":
         return []  # a trial's period costs nothing, so Stripe has no unused time to credit nor rest to charge
     end, share = periods.period_end(sub), _share_left(sub, when)
+    old_discount = discounts.current(store, sub["discounts"] if before is None else before, when)
+    new_discount = discounts.current(store, sub["discounts"] if after is None else after, when)
     lines = []
     for item, price, quantity in planned:
-        lines.append(_unused_line(sub, item, when))
-        lines.append(invoice_line(
-            sub["id"], item["id"], price, quantity, round(price["unit_amount"] * quantity * share),
-            when, end, f"Remaining time on {quantity} × {price['id']} after {_day(when)}", proration=True))
+        lines.append(_included(_unused_line(store, sub, item, when, old_discount), old_discount))
+        lines.append(_included(invoice_line(
+            sub["id"], item["id"], price, quantity, round(_net(store, new_discount, price, quantity) * share),
+            when, end, f"Remaining time on {quantity} × {price['id']} after {_day(when)}", proration=True),
+            new_discount))
+        if new_discount is not None:
+            lines[-1]["_discount"] = new_discount["id"]  # a ``once`` discount is used up by the invoice of this line
     return lines
+
+
+def _included(line: dict, discount: dict | None) -> dict:
+    """``line`` naming the ``discount`` inside its amount, as ``proration_discounts=included`` shows it."""
+    if discount is not None:
+        line.update(discounts=[discount["id"]], discount_amounts=[{"amount": 0, "discount": discount["id"]}])
+    return line
 
 
 def _invoice_and_charge(store: Store, sub: dict, lines: list, start: int, end: int) -> tuple[dict, str]:
@@ -115,9 +143,54 @@ def take_prorations(sub: dict) -> list[dict]:
     return sub.pop("_pending_prorations", None) or []
 
 
-def change_items(store: Store, sub: dict, params: dict) -> bool:
+def _interval(price: dict) -> tuple[str, int]:
+    return price["recurring"]["interval"], price["recurring"]["interval_count"]
+
+
+def restart_lines(store: Store, sub: dict, planned: list, when: int, behavior: str,
+                  before: list | None = None) -> list[dict] | None:
+    """The invoice of a change of billing interval (monthly -> yearly), or ``None`` when no item changes it.
+
+    Stripe starts a new period at the change and invoices it at once (https://docs.stripe.com/billing/subscriptions/
+    billing-cycle#changing; "Updating a subscription generates a new invoice when ... The billing period changes",
+    https://docs.stripe.com/billing/subscriptions/pending-updates): the unused time of the old terms
+    credited (unless ``proration_behavior=none``), then a whole period of every item at the new terms, which
+    the invoice's discount applies to as to any period.
+    """
+    if sub["status"] == "trialing" or all(_interval(price) == _interval(item["price"]) for item, price, _ in planned):
+        return None
+    old_discount = discounts.current(store, sub["discounts"] if before is None else before, when)
+    credits = [] if behavior == "none" else [_unused_line(store, sub, item, when, old_discount)
+                                              for item, _, _ in planned]
+    changed = {item["id"]: (price, quantity) for item, price, quantity in planned}
+    terms = [(item, *changed.get(item["id"], (item["price"], item["quantity"]))) for item in sub["items"]["data"]
+             if "quantity" in item]  # a metered item is billed in arrears, not for a period ahead
+    end = min(periods.add_interval(when, *_interval(price)) for _, price, _ in terms)
+    return credits + [invoice_line(sub["id"], item["id"], price, quantity, price["unit_amount"] * quantity, when, end)
+                      for item, price, quantity in terms]
+
+
+def _charged(store: Store, sub: dict, params: dict, planned: list, lines: list) -> bool:
+    """Charge ``lines`` now; ``False`` when the change waits (``pending_if_incomplete``). Raises a card error for
+    ``error_if_incomplete``; ``allow_incomplete`` leaves the subscription ``past_due``."""
+    inv, status = charge_now(store, sub, lines)
+    if status == "succeeded":
+        return True
+    payment = params.get("payment_behavior") or "allow_incomplete"
+    if payment == "pending_if_incomplete":
+        pending.set_pending(store, sub, planned, inv)
+        return False
+    if payment == "error_if_incomplete":
+        raise cards.decline_error(store, store.payment_intents.get(inv["_payment_intent"]), None)
+    sub["status"] = "past_due"
+    return True
+
+
+def change_items(store: Store, sub: dict, params: dict, before: list | None = None) -> bool:
     """Apply ``items`` price and quantity changes with their prorations; ``False`` if they wait.
 
+    ``before``: the discount ids in force until the change, when the update replaced them (``proration_lines``).
+    A change of billing interval starts a new period, invoiced at once (``restart_lines``).
     Raises a card error (402, nothing changed) for ``error_if_incomplete`` when the charge fails.
     """
     planned = planned_changes(store, sub, params.get("items") or [])
@@ -125,20 +198,17 @@ def change_items(store: Store, sub: dict, params: dict) -> bool:
     if not planned:
         return True
     when = proration_date(store, sub, params.get("proration_date"))
-    lines = proration_lines(sub, planned, when) if behavior != "none" else []
-    if behavior == "create_prorations":
+    restart = restart_lines(store, sub, planned, when, behavior, before)
+    lines = restart or (proration_lines(store, sub, planned, when, before) if behavior != "none" else [])
+    if restart is None and behavior == "create_prorations":
         sub["_pending_prorations"] = take_prorations(sub) + lines
-    elif behavior == "always_invoice" and lines:
-        inv, status = charge_now(store, sub, lines)
-        if status != "succeeded":
-            payment = params.get("payment_behavior") or "allow_incomplete"
-            if payment == "pending_if_incomplete":
-                pending.set_pending(store, sub, planned, inv)
-                return False
-            if payment == "error_if_incomplete":
-                raise cards.decline_error(store, store.payment_intents.get(inv["_payment_intent"]), None)
-            sub["status"] = "past_due"
+    elif (restart is not None or behavior == "always_invoice") and lines and \
+            not _charged(store, sub, params, planned, lines):
+        return False
     pending.apply_items(sub, planned)
+    if restart is not None:
+        for item in sub["items"]["data"]:
+            item["current_period_start"], item["current_period_end"] = when, restart[-1]["period"]["end"]
     return True
 
 
@@ -170,12 +240,10 @@ def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool)
     (invoice what is pending now; a credit larger than the charges goes to the customer's balance)."""
     lines, now = take_prorations(sub), store.now()
     if prorate and sub["status"] != "trialing":  # a trial's unused time cost nothing
-        lines += [_unused_line(sub, item, now) for item in sub["items"]["data"] if "quantity" in item]
+        discount = discounts.current(store, sub["discounts"], now)
+        lines += [_unused_line(store, sub, item, now, discount) for item in sub["items"]["data"]
+                  if "quantity" in item]
     if not invoice_now or not lines:
         sub["_pending_prorations"] = lines
         return
-    credit = sum(line["amount"] for line in lines)
-    cus = store.customers.get(sub["customer"])
-    if credit < 0 and cus is not None:
-        cus["balance"] += credit
-    _invoice_and_charge(store, sub, lines, now, now)
+    _invoice_and_charge(store, sub, lines, now, now)  # a net credit goes to the customer's balance

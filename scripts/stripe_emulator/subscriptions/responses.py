@@ -8,7 +8,7 @@ from ..core.expand import render
 from ..core.http import endpoint
 from ..core.lists import newest_first, paginate, strip_data
 from ..core.store import StripeError
-from . import models, prorations, renewals
+from . import models, prorations, renewals, trials
 
 bp = Blueprint("stripe_subscriptions", __name__)
 
@@ -18,6 +18,8 @@ def create_subscription(st, params):
     sub = models.create_subscription(st, params)
     if bool(params.get("cancel_at_period_end")):
         models.update_subscription(st, sub, {"cancel_at_period_end": True})
+    elif params.get("cancel_at") is not None:
+        models.update_subscription(st, sub, {"cancel_at": params["cancel_at"]})
     return render(st, sub, params.get("expand"))
 
 
@@ -57,6 +59,8 @@ def update_subscription(st, params, sub_id):
     models.update_subscription(st, sub, params)
     if params.get("trial_end") == "now":
         renewals.end_trial_now(st, sub)
+    elif params.get("trial_end") is not None:
+        trials.move_trial_end(st, sub, params["trial_end"])
     return render(st, sub, params.get("expand"))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..billing import periods
 from ..core.store import Store, StripeError, new_id
 from ..subscriptions import renewals
 from ..subscriptions.models import cancel_now
@@ -51,22 +52,48 @@ def create(store: Store, params: dict) -> dict:
     return clock
 
 
+def advance_limit(store: Store, clock: dict) -> int:
+    """The latest ``frozen_time`` the clock may advance to, as Stripe bounds it
+    (https://docs.stripe.com/api/test_clocks/advance#advance_test_clock-frozen_time): "Cannot be more than
+    two intervals in the future from the shortest subscription in this test clock. If there are no
+    subscriptions in this test clock, it cannot be more than two years in the future."
+    """
+    now = clock["frozen_time"]
+    limits = [periods.add_interval(now, "year", 2)]
+    live = [sub for sub in store.subscriptions.values() if store.clock_of(sub["customer"]) == clock["id"]
+            and sub["status"] not in ("canceled", "incomplete_expired")]
+    if live:
+        limits = [periods.add_interval(now, item["price"]["recurring"]["interval"],
+                                       2 * item["price"]["recurring"]["interval_count"])
+                  for sub in live for item in sub["items"]["data"]]
+    return min(limits)
+
+
 def advance_clock(store: Store, clock: dict, frozen_time: int) -> dict:
     """``POST /v1/test_helpers/test_clocks/{id}/advance``: only this clock's customers' objects move.
 
-    Stripe advances asynchronously (``advancing``, then ``ready``); here it is done when the call answers.
+    Stripe advances asynchronously: the call answers the clock ``advancing`` and a later retrieve shows it
+    ``ready`` (https://docs.stripe.com/api/test_clocks/advance: "Advancement is done when status changes to
+    Ready"). Here the work is done before the call answers; the answer still says ``advancing``, so a
+    client that polls for ``ready`` as it must with Stripe works unchanged, and one that does not is caught.
     """
     if frozen_time <= clock["frozen_time"]:
         raise StripeError(400, "The test clock's frozen_time must be later than its current frozen_time "
                           f"({clock['frozen_time']}).", param="frozen_time")
+    limit = advance_limit(store, clock)
+    if frozen_time > limit:
+        raise StripeError(400, "Cannot advance the test clock more than two intervals of its shortest "
+                          f"subscription, or two years without one: frozen_time must be at most {limit}.",
+                          param="frozen_time")
     with store.on_clock(clock["id"]):
         clock["status"] = "advancing"
         store.emit("test_helpers.test_clock.advancing", clock)
+        answer = dict(clock, frozen_time=frozen_time)
         clock["frozen_time"] = frozen_time
         _run_due(store, lambda sub: store.clock_of(sub["customer"]) == clock["id"])
         clock["status"] = "ready"
         store.emit("test_helpers.test_clock.ready", clock)
-    return clock
+    return answer
 
 
 def delete(store: Store, clock: dict) -> None:

@@ -15,6 +15,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..core.store import StripeError
 from .operations import params_type
+from .rules import check_rules
+from .supported import check_supported
 from .types import strict_typeddict
 
 # Which of several errors Stripe reports first: an unknown or missing parameter before a bad value.
@@ -30,16 +32,21 @@ def _adapter(td: type) -> TypeAdapter:
 def check(method: str, rule: str, params: dict) -> dict:
     """``params`` read as the operation at ``rule`` types them (``"12"`` -> 12, ``"true"`` -> True).
 
-    Raises Stripe's 400 for the first parameter the operation refuses. Every ``/v1`` route the
+    Raises Stripe's 400 for the first parameter the operation refuses, by type or by one of the
+    rules every operation keeps (``rules.py``: metadata, expand depth, lengths), or as a parameter the
+    emulator does not apply (``supported.py``: 400 ``parameter_unsupported``). Every ``/v1`` route the
     emulator answers is an SDK operation (a test checks it).
     """
     td = params_type(method, rule)
     if td is None:
         raise StripeError(404, f"Unrecognized request URL ({method}: {rule}).")
     try:
-        return _adapter(td).validate_python(params)
+        typed = _adapter(td).validate_python(params)
     except ValidationError as exc:
         raise _stripe_error(exc.errors(include_url=False), params) from None
+    check_rules(typed)
+    check_supported(method, rule, typed)
+    return typed
 
 
 def _rank(error: dict) -> tuple[int, int]:

@@ -87,7 +87,7 @@ def strict(hint: Any) -> Any:
     return hint
 
 
-def _hints(td: type) -> dict[str, Any]:
+def hints(td: type) -> dict[str, Any]:
     """``td``'s parameters and their evaluated types, without the request options it may inherit.
 
     The options' own annotations name types the SDK imports for type checking only, so they are left
@@ -110,7 +110,7 @@ def _unwrap(hint: Any) -> Any:
 def strict_typeddict(td: type) -> type:
     """A TypedDict with ``td``'s parameters made strict, forbidding unknown keys."""
     fields = {}
-    for name, hint in _hints(td).items():
+    for name, hint in hints(td).items():
         checked = StripeLimit if name == "limit" and hint is int else strict(hint)
         fields[name] = checked if name in td.__required_keys__ else typing_extensions.NotRequired[checked]
     return with_config(ConfigDict(extra="forbid"))(typing_extensions.TypedDict(td.__name__, fields))

@@ -1,8 +1,8 @@
 """service_keys: the credentials of the client app's servers; usage_events: the usage ledger the
 delivery worker sends to Stripe's meter events (CONTRACT "Additions (fifth round)": "Usage-based billing")
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-25 17:11:12.042350
 
 """
@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0014'
-down_revision = '0013'
+revision = '0015'
+down_revision = '0014'
 branch_labels = None
 depends_on = None
 

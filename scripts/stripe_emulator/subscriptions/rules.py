@@ -1,0 +1,69 @@
+"""Stripe's rules for a subscription's create and update parameters that the types cannot say.
+
+Checked before anything changes, in the subscription's own time (its customer's test clock):
+
+- ``items``: at most 20 (https://docs.stripe.com/api/subscriptions/create#create_subscription-items,
+  "A list of up to 20 subscription items"; "a Subscription can have between 1 and 20 plans",
+  https://github.com/stripe/stripe-dotnet/issues/1194), and no price twice: one item per price, a
+  quantity says how many (https://docs.stripe.com/billing/subscriptions/quantities), refused as
+  "Cannot add multiple subscription items with the same plan: ..." (price now;
+  https://github.com/stripe-archive/submigrate/issues/1).
+- ``trial_end`` and a numeric ``cancel_at``: in the future, "Invalid timestamp: must be an integer
+  Unix timestamp in the future." (https://docs.stripe.com/api/subscriptions/create#create_subscription-trial_end,
+  the answer as https://github.com/stripe/stripe-go/issues/93 shows it).
+- ``payment_behavior=pending_if_incomplete`` is for updates only: "You can use pending updates with the
+  update subscription, create subscription item, and update subscription item calls"
+  (https://docs.stripe.com/billing/subscriptions/pending-updates).
+"""
+
+from __future__ import annotations
+
+from ..core.store import Store, StripeError
+
+ITEMS_MAX = 20
+_PAST = "Invalid timestamp: must be an integer Unix timestamp in the future."
+
+
+def check_create(store: Store, params: dict) -> None:
+    """Raises Stripe's 400 for the first rule above a subscription create breaks."""
+    if params.get("payment_behavior") == "pending_if_incomplete":
+        raise StripeError(400, "payment_behavior=pending_if_incomplete can only be used when updating "
+                          "a subscription.", param="payment_behavior")
+    _check_prices([entry.get("price") for entry in params.get("items") or []])
+    _check_times(store, params)
+
+
+def check_update(store: Store, sub: dict, params: dict) -> None:
+    """Raises Stripe's 400 for the first rule above an update of ``sub`` breaks.
+
+    The prices counted are the subscription's after the update: ``items[n][id]`` names a kept item
+    (``price`` replaces its price, ``deleted`` drops it), an entry without ``id`` adds one.
+    """
+    entries = params.get("items") or []
+    by_id = {entry["id"]: entry for entry in entries if entry.get("id")}
+    prices = []
+    for item in sub["items"]["data"]:
+        entry = by_id.get(item["id"], {})
+        if entry.get("deleted") not in (True, "true"):
+            prices.append(entry.get("price") or item["price"]["id"])
+    prices += [entry.get("price") for entry in entries if not entry.get("id")]
+    _check_prices(prices)
+    _check_times(store, params)
+
+
+def _check_prices(prices: list) -> None:
+    if len(prices) > ITEMS_MAX:
+        raise StripeError(400, f"A subscription can have at most {ITEMS_MAX} items.", param="items")
+    seen = set()
+    for price in prices:
+        if price is not None and price in seen:
+            raise StripeError(400, f"Cannot add multiple subscription items with the same price: {price}.",
+                              param="items")
+        seen.add(price)
+
+
+def _check_times(store: Store, params: dict) -> None:
+    for name in ("trial_end", "cancel_at"):
+        value = params.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value <= store.now():
+            raise StripeError(400, _PAST, param=name)

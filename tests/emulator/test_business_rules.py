@@ -1,0 +1,118 @@
+"""Stripe's rules that types cannot say (issue 32 item 1), refused through the real SDK as Stripe refuses them.
+
+Each rule cites its Stripe document in ``validation/rules.py`` (every operation) or
+``subscriptions/rules.py`` (subscription create and update).
+"""
+
+from __future__ import annotations
+
+import pytest
+import stripe
+
+DAY = 86400
+
+
+@pytest.fixture
+def card_customer(stripe_client):
+    return stripe_client.v1.customers.create(params={
+        "email": "rules@example.com", "payment_method": "pm_card_visa",
+        "invoice_settings": {"default_payment_method": "pm_card_visa"}})
+
+
+def _refused(call) -> stripe.InvalidRequestError:
+    with pytest.raises(stripe.InvalidRequestError) as refused:
+        call()
+    assert refused.value.http_status == 400
+    return refused.value
+
+
+def _sub(stripe_client, customer, price, **extra):
+    return stripe_client.v1.subscriptions.create(params={
+        "customer": customer.id, "items": [{"price": price.id}], **extra})
+
+
+def test_metadata_is_bounded_as_stripe_bounds_it(stripe_client):
+    """https://docs.stripe.com/api/metadata: 50 keys, keys of 40 characters, values of 500."""
+    create = stripe_client.v1.customers.create
+    assert _refused(lambda: create(params={"metadata": {f"k{i}": "v" for i in range(51)}})).param == "metadata"
+    assert _refused(lambda: create(params={"metadata": {"k" * 41: "v"}})).param == "metadata"
+    assert _refused(lambda: create(params={"metadata": {"k": "v" * 501}})).param == "metadata"
+    kept = create(params={"metadata": {**{f"k{i}": "v" for i in range(49)}, "k" * 40: "v" * 500}})
+    assert len(kept.metadata.to_dict()) == 50
+
+
+def test_metadata_rules_hold_at_any_depth(stripe_client, price):
+    error = _refused(lambda: stripe_client.v1.checkout.sessions.create(params={
+        "mode": "subscription", "line_items": [{"price": price.id, "quantity": 1}],
+        "success_url": "http://x/ok", "subscription_data": {"metadata": {"k": "v" * 501}}}))
+    assert error.param == "subscription_data[metadata]"
+
+
+def test_expand_is_at_most_four_levels(stripe_client, card_customer, price):
+    """https://docs.stripe.com/api/expanding_objects: "a maximum depth of four levels"."""
+    sub = _sub(stripe_client, card_customer, price)
+    error = _refused(lambda: stripe_client.v1.subscriptions.retrieve(sub.id, params={
+        "expand": ["latest_invoice.payments.data.payment.payment_intent"]}))
+    assert (error.param, error.user_message) == ("expand", "You cannot expand more than 4 levels of a property.")
+    four = stripe_client.v1.subscriptions.retrieve(sub.id, params={"expand": ["latest_invoice.customer"]})
+    assert four.latest_invoice.customer == card_customer.id or four.latest_invoice.customer.id == card_customer.id
+
+
+def test_an_over_long_email_is_refused(stripe_client):
+    """Stripe's OpenAPI bounds a customer's ``email`` at 512 characters."""
+    error = _refused(lambda: stripe_client.v1.customers.create(params={"email": "a" * 510 + "@example.com"}))
+    assert error.param == "email"
+    assert stripe_client.v1.customers.create(params={"email": "a" * 500 + "@example.com"}).email.startswith("a")
+
+
+def test_negative_quantities_and_trial_days_are_refused(stripe_client, card_customer, price):
+    for params in ({"items": [{"price": price.id, "quantity": -1}]}, {"trial_period_days": -3}):
+        error = _refused(lambda p=params: stripe_client.v1.subscriptions.create(params={
+            "customer": card_customer.id, "items": [{"price": price.id}], **p}))
+        assert error.code == "parameter_invalid_integer"
+        assert error.param in ("items[0][quantity]", "trial_period_days")
+    assert stripe_client.v1.subscriptions.list(params={"customer": card_customer.id}).data == []
+
+
+def test_trial_end_and_cancel_at_in_the_past_are_refused(stripe_client, emulator, card_customer, price):
+    past = emulator.clock() - 60
+    error = _refused(lambda: _sub(stripe_client, card_customer, price, trial_end=past))
+    assert (error.param, error.user_message) == (
+        "trial_end", "Invalid timestamp: must be an integer Unix timestamp in the future.")
+    assert _refused(lambda: _sub(stripe_client, card_customer, price, cancel_at=past)).param == "cancel_at"
+    sub = _sub(stripe_client, card_customer, price)
+    assert _refused(lambda: stripe_client.v1.subscriptions.update(sub.id, params={"cancel_at": past})).param == \
+        "cancel_at"
+    assert stripe_client.v1.subscriptions.retrieve(sub.id).cancel_at is None
+
+
+def test_a_future_trial_end_on_create_is_the_trial(stripe_client, emulator, card_customer, price):
+    end = emulator.clock() + 10 * DAY
+    sub = _sub(stripe_client, card_customer, price, trial_end=end)
+    assert (sub.status, sub.trial_end, sub["items"].data[0].current_period_end) == ("trialing", end, end)
+    now = _sub(stripe_client, card_customer, price, trial_end="now", trial_period_days=7)
+    assert (now.status, now.trial_end) == ("active", None), "trial_end=now overrides the plan's days"
+
+
+def test_at_most_twenty_items_and_no_price_twice(stripe_client, card_customer, price, price2):
+    twice = _refused(lambda: stripe_client.v1.subscriptions.create(params={
+        "customer": card_customer.id, "items": [{"price": price.id}, {"price": price.id}]}))
+    assert twice.param == "items"
+    prices = [stripe_client.v1.prices.create(params={
+        "unit_amount": 100 + i, "currency": "usd", "recurring": {"interval": "month"},
+        "product_data": {"name": f"p{i}"}}) for i in range(21)]
+    many = _refused(lambda: stripe_client.v1.subscriptions.create(params={
+        "customer": card_customer.id, "items": [{"price": p.id} for p in prices]}))
+    assert many.param == "items" and "20" in many.user_message
+    sub = _sub(stripe_client, card_customer, price)
+    again = _refused(lambda: stripe_client.v1.subscriptions.update(sub.id, params={"items": [{"price": price.id}]}))
+    assert again.param == "items"
+    swapped = stripe_client.v1.subscriptions.update(sub.id, params={
+        "items": [{"id": sub["items"].data[0].id, "price": price2.id}, {"price": price.id}],
+        "proration_behavior": "none"})
+    assert sorted(i.price.id for i in swapped["items"].data) == sorted([price.id, price2.id])
+
+
+def test_pending_if_incomplete_is_for_updates_only(stripe_client, card_customer, price):
+    error = _refused(lambda: _sub(stripe_client, card_customer, price, payment_behavior="pending_if_incomplete"))
+    assert error.param == "payment_behavior"
