@@ -80,18 +80,17 @@ class AcceptedSchema(Schema):
 
 
 class UsageQuerySchema(Schema):
-    start = fields.Integer(load_default=None, validate=validate.Range(min=0, max=2**40),
-                           metadata={"description": "Unix seconds, minute-aligned; default the current period's start"})
-    end = fields.Integer(load_default=None, validate=validate.Range(min=0, max=2**40),
-                         metadata={"description": "Unix seconds, minute-aligned; default the current period's end"})
+    start = fields.Integer(load_default=None, validate=validate.Range(min=0, max=2**40), metadata={
+        "multipleOf": 60, "description": "Unix seconds, minute-aligned; default the current period's start"})
+    end = fields.Integer(load_default=None, validate=validate.Range(min=0, max=2**40), metadata={
+        "multipleOf": 60, "description": "Unix seconds, minute-aligned; default the current period's end; at most "
+                                         "start is read as one minute after it"})
 
     @validates_schema
     def aligned(self, data, **kwargs):
         for name in ("start", "end"):
             if data.get(name) is not None and data[name] % 60:
                 raise ValidationError("Must be aligned with a minute (a multiple of 60).", name)
-        if None not in (data.get("start"), data.get("end")) and data["end"] <= data["start"]:
-            raise ValidationError("Must be after start.", "end")
 
 
 class UsageLineSchema(Schema):
