@@ -121,7 +121,7 @@ def _post_until_accepted(url, body, key, answers):
     while True:
         try:
             answer = requests.post(f"{url}/usage/events", json=body, headers=key, timeout=30)
-        except requests.ConnectionError:
+        except requests.RequestException:  # reset before or during the answer (ChunkedEncodingError too)
             answers.append("lost")
             continue
         if answer.status_code == 202:
