@@ -59,6 +59,8 @@ def configure(app, config):
                 "bearerAuth": {"type": "http", "scheme": "bearer"},
                 # METRICS_TOKEN, an operator's setting: no user's token opens /metrics.
                 "metricsToken": {"type": "http", "scheme": "bearer"},
+                # A service key (``flask create-service-key``): the client app's servers, never a user.
+                "serviceKey": {"type": "http", "scheme": "bearer"},
             }},
         },
     )
@@ -107,10 +109,10 @@ def register_provider(app):
 
 
 def register_blueprints(app):
-    from app import auth, health, organizations, subscription, webhook
+    from app import auth, health, organizations, subscription, usage, webhook
     from app.observability import views as observability
 
-    for feature in (auth, subscription, organizations, webhook, health, observability):
+    for feature in (auth, subscription, organizations, usage, webhook, health, observability):
         api.register_blueprint(feature.blp)
 
 

@@ -21,6 +21,7 @@ from app.cli import ServiceAppGroup, ServiceCommand, one_line_failures
 from app.extensions import db
 from app.models import User
 from app.notifications.commands import deliver_notifications_command
+from app.usage.commands import COMMANDS as USAGE_COMMANDS
 from app.webhook.commands import COMMANDS as WEBHOOK_COMMANDS
 
 
@@ -135,7 +136,7 @@ def check_webhook_command(url):
 
 
 COMMANDS = (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command,
-            deliver_notifications_command, *BILLING_COMMANDS, *WEBHOOK_COMMANDS)
+            deliver_notifications_command, *BILLING_COMMANDS, *WEBHOOK_COMMANDS, *USAGE_COMMANDS)
 
 
 def register_commands(app):

@@ -193,6 +193,10 @@ DEFAULTS = {
     # Money safety at the edges (CONTRACT "Changes to the fourth round"): see ``_selling``.
     "PROVIDER_PORTAL_CONFIGURATION": "",
     "PROVIDER_PORTAL_PLAN_CHANGES": "",
+    # Usage-based billing (CONTRACT "Additions (fifth round)"): see ``_usage``.
+    "USAGE_DELIVERY_RATE": "500",
+    "USAGE_RETENTION_DAYS": "35",
+    "USAGE_READY_MAX_AGE": "0",
 }
 
 LIVEMODES = ("live", "test", "any")
@@ -239,6 +243,9 @@ def validate(config):
         "AUTH_VERIFY_EMAIL_TTL",
         "AUTH_PASSWORD_RESET_TTL",
         "ORGANIZATION_INVITATION_TTL",
+        "USAGE_DELIVERY_RATE",
+        "USAGE_RETENTION_DAYS",
+        "USAGE_READY_MAX_AGE",
     ):
         value = _int_or_none(name, config[name])
         if value is None:
@@ -263,6 +270,23 @@ def validate(config):
     _notification_channels(config)
     _accounts(config)
     _selling(config)
+    _usage(config)
+
+
+# Stripe takes a meter event up to 35 days after its timestamp: an identifier kept less long could
+# be received, and billed, twice (https://docs.stripe.com/api/billing/meter-event/create).
+MIN_USAGE_RETENTION_DAYS = 35
+
+
+def _usage(config):
+    """Check the usage settings: a positive delivery rate, identifiers kept at least 35 days."""
+    if config["USAGE_DELIVERY_RATE"] < 1:
+        raise ConfigError("USAGE_DELIVERY_RATE must be at least 1 (meter events per second)")
+    if config["USAGE_RETENTION_DAYS"] < MIN_USAGE_RETENTION_DAYS:
+        raise ConfigError(f"USAGE_RETENTION_DAYS must be at least {MIN_USAGE_RETENTION_DAYS}: an identifier "
+                          "kept less long than Stripe's 35-day window could be billed twice")
+    if config["USAGE_READY_MAX_AGE"] < 0:
+        raise ConfigError("USAGE_READY_MAX_AGE must be 0 (no readiness check) or a number of seconds")
 
 
 def _accounts(config):

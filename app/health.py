@@ -22,6 +22,7 @@ from app.api import Blueprint
 from app.errors import ServiceUnavailable
 from app.extensions import db, limiter
 from app.notifications.channels import EmailChannel
+from app.usage.delivery import oldest_undelivered_age
 
 log = logging.getLogger(__name__)
 # Seconds before the same failure (part, place, cause) is logged again by one process.
@@ -59,8 +60,24 @@ def check_smtp():
     EmailChannel(current_app.config).check()
 
 
+class UsageBacklog(RuntimeError):
+    """The oldest usage event not yet at Stripe is older than ``USAGE_READY_MAX_AGE``."""
+
+
+def check_usage_delivery():
+    """Raise unless the oldest pending usage event is younger than ``USAGE_READY_MAX_AGE`` seconds.
+
+    A worker that stopped, or Stripe refusing every attempt, shows here before invoices miss usage.
+    """
+    age, limit = oldest_undelivered_age(), current_app.config["USAGE_READY_MAX_AGE"]
+    if age > limit:
+        raise UsageBacklog(f"the oldest undelivered usage event is {int(age)} s old (limit {limit} s)")
+
+
 def where(name, config):
     """Return where part ``name`` is: ``host:port``, or the SQLite file; never a password."""
+    if name == "usage_delivery":
+        return "the usage ledger"
     if name == "database":
         url = db.engine.url
         return url.database if url.get_backend_name() == "sqlite" else f"{url.host}:{url.port or 5432}"
@@ -102,6 +119,8 @@ def configured_checks(config):
         checks["rate_limit_store"] = check_rate_limit_store
     if config["MAIL_SERVER"]:
         checks["smtp"] = check_smtp
+    if config["USAGE_READY_MAX_AGE"]:
+        checks["usage_delivery"] = check_usage_delivery
     return checks
 
 
@@ -126,7 +145,9 @@ def ready():
 
     Otherwise 503 ``service_unavailable`` with ``details.checks`` giving each check's result: ``ok``
     or ``unavailable (<error class>)``; the message names the failing ones. Parts: ``database``,
-    ``rate_limit_store`` (unless ``memory://``), ``smtp`` (when ``MAIL_SERVER`` is set).
+    ``rate_limit_store`` (unless ``memory://``), ``smtp`` (when ``MAIL_SERVER`` is set),
+    ``usage_delivery`` (unless ``USAGE_READY_MAX_AGE`` is 0: the oldest undelivered usage event is
+    younger than it).
     """
     results = {}
     for name, check in configured_checks(current_app.config).items():

@@ -3,7 +3,8 @@
 Starts the emulator, creates the demo products and prices there, registers the service's
 webhook endpoint (the emulator issues the signing secret), starts a local SMTP server (aiosmtpd)
 that files every message in a Maildir under ``instance/``, applies the migrations and runs the
-service and the notification delivery worker (``flask deliver-notifications``). The environment
+service, the notification delivery worker (``flask deliver-notifications``) and the usage delivery
+worker (``flask deliver-usage``, with a ``tokens`` meter at the emulator). The environment
 it used, a ``SECRET_KEY`` made on the first run included, is written to ``instance/dev.env`` so
 that other terminals (``make demo``, ``flask sync-user``) can join in with
 ``set -a; . instance/dev.env; set +a``.
@@ -114,10 +115,25 @@ def _webhook_endpoint(client, url):
     return client.v1.webhook_endpoints.create(params={"url": url, "enabled_events": list(REQUIRED_EVENT_TYPES)})
 
 
+# The meter ``POST /usage/events`` reports to under ``make run`` (event_name ``tokens``, summed).
+METER_EVENT_NAME = "tokens"
+
+
+def _meter(client):
+    """The active ``tokens`` meter a previous run left, else a new one."""
+    for meter in client.v1.billing.meters.list(params={"status": "active"}).data:
+        if meter.event_name == METER_EVENT_NAME:
+            return meter
+    return client.v1.billing.meters.create(params={"display_name": "Tokens", "event_name": METER_EVENT_NAME,
+                                                   "default_aggregation": {"formula": "sum"}})
+
+
 def set_up_provider(emulator_url, service_url):
-    """Find or create the prices and the webhook endpoint at the emulator; return the service's environment."""
+    """Find or create the prices, the usage meter and the webhook endpoint at the emulator; return the
+    service's environment."""
     client = stripe.StripeClient(API_KEY, base_addresses={"api": emulator_url})
     plans = _prices(client)
+    _meter(client)
     endpoint = _webhook_endpoint(client, f"{service_url}/provider/webhook")
     return {
         "PROVIDER_API_KEY": API_KEY,
@@ -208,6 +224,7 @@ class Stack:
         self._spawn("the service (flask run)",
                     ["-m", "flask", "run", "--host", "127.0.0.1", "--port", str(self.port), "--no-reload"], env)
         self._spawn("the delivery worker (flask deliver-notifications)", ["-m", "flask", "deliver-notifications"], env)
+        self._spawn("the usage delivery worker (flask deliver-usage)", ["-m", "flask", "deliver-usage"], env)
         wait_for(service_url + "/health")
         database = self.database_url or env.get("DATABASE_URL") or f"sqlite:///{ROOT / 'instance' / 'app.db'}"
         return {**provider_env, "DATABASE": database, "EMULATOR_URL": emulator_url}

@@ -36,6 +36,8 @@ ROWS = {
     "notification_failed_attempts": "Delivery attempts failed meanwhile, retried with backoff",
     "notifications_mailed": "Notifications mailed (must equal queued)",
     "notifications_mailed_twice": "Notifications mailed twice (must be 0)",
+    "usage_events_delivered": "Usage events delivered through worker kills and random 429/500 (each once at Stripe)",
+    "usage_answers_lost": "Usage batches whose answer a killed gunicorn worker lost, retried by the backend",
     "lost_updates": "Lost or wrong updates (must be 0)",
 }
 

@@ -51,7 +51,9 @@ def _entry():
         with cache["lock"]:
             entry = cache["entry"]
             if not _fresh(entry, version):
-                entry = cache["entry"] = {"version": version, "read_at": time.monotonic(), "plans": _read()}
+                plans_read, metered = _read()
+                entry = cache["entry"] = {"version": version, "read_at": time.monotonic(), "plans": plans_read,
+                                          "metered": metered}
     return entry
 
 
@@ -72,23 +74,34 @@ def rendered(render):
     return entry["rendered"]
 
 
+def metered_prices():
+    """The ids of the metered prices (``recurring.usage_type=metered``) ``PROVIDER_PLANS`` names that Stripe
+    sells now: a plan's usage, added to its subscriptions beside its licensed price (CONTRACT "Usage-based
+    billing"), never sold alone. Read with the catalogue."""
+    return _entry()["metered"]
+
+
 def _with_trial(found):
     trial_days = current_app.config["PROVIDER_TRIAL_DAYS"]
     return [{**plan, "trial_days": trial_days} for plan in found]
 
 
 def _read():
-    """The configured plans Stripe sells now: an active recurring price of an active product."""
+    """``(plans, metered price ids)``: the configured plans Stripe sells now (an active recurring licensed
+    price of an active product), and the configured metered prices among those sold."""
     live = {price["id"]: price for price in get_provider().list_recurring_prices()}
-    found = []
+    found, metered = [], set()
     for price_id, plan in current_app.config["PROVIDER_PLANS"].items():
         price = live.get(price_id)
         product = (price or {}).get("product")
         if not isinstance(product, dict) or not product.get("active") or product.get("deleted"):
             continue  # not sold (any more): an unknown or archived price, or an archived product
         recurring = price.get("recurring") or {}
+        if recurring.get("usage_type") == "metered":
+            metered.add(price_id)
+            continue
         found.append({"plan": plan, "price": price_id, "product": product.get("id"), "name": product.get("name"),
                       "description": product.get("description"), "unit_amount": price.get("unit_amount"),
                       "currency": price.get("currency"), "interval": recurring.get("interval"),
                       "interval_count": recurring.get("interval_count")})
-    return found
+    return found, frozenset(metered)

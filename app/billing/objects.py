@@ -50,6 +50,12 @@ def items_of(subscription):
     return [item for item in list_data(subscription.get("items")) if ref_id(item.get("id"))]
 
 
+def is_metered(item):
+    """Whether a subscription item's price is metered (``recurring.usage_type``; its usage is billed)."""
+    price = item.get("price") if isinstance(item.get("price"), dict) else {}
+    return (price.get("recurring") or {}).get("usage_type") == "metered"
+
+
 def price_of(item):
     """Return an item's price id (``price``, or the legacy ``plan``)."""
     return ref_id(item.get("price")) or ref_id(item.get("plan"))

@@ -1,15 +1,17 @@
 """The ``SubscriptionProvider`` contract (SPEC 4 "Synchronization entry point").
 
 Views, listeners and commands talk to the payment provider only through this interface; objects
-come back as plain dicts shaped as the provider's API documents them. ``sync`` is implemented
-once, here, on top of the primitive calls.
+come back as plain dicts shaped as the provider's API documents them. ``sync`` is written once, in
+``app.billing.sync``, on top of the primitive calls.
 """
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 
 from flask import current_app
 
+from app.billing.provider_meters import MeterContract
 
-class SubscriptionProvider(ABC):
+
+class SubscriptionProvider(MeterContract):
     """What the service needs from a payment provider. Every call may raise ``ProviderUnavailable``."""
 
     @abstractmethod
@@ -42,10 +44,11 @@ class SubscriptionProvider(ABC):
 
     @abstractmethod
     def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
-                            automatic_tax=False, quantity=None):
-        """Create a subscription awaiting payment; ``latest_invoice.confirmation_secret`` and
-        ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``;
-        taxed by Stripe Tax with ``automatic_tax``; ``quantity`` seats (``None``: Stripe's default, 1).
+                            automatic_tax=False, quantity=None, metered=()):
+        """Create a subscription awaiting payment, with an item for ``price`` (``quantity`` seats, ``None``:
+        Stripe's 1) and one (no quantity) per metered price id of ``metered``; ``latest_invoice.confirmation_secret``
+        and ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``;
+        taxed by Stripe Tax with ``automatic_tax``.
 
         Uses ``payment_behavior=default_incomplete`` and
         ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT). With
@@ -63,10 +66,11 @@ class SubscriptionProvider(ABC):
 
     @abstractmethod
     def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
-                                automatic_tax=False):
+                                metered=(), automatic_tax=False):
         """Create a Checkout Session in ``subscription`` mode for the customer; return it (``id``, ``url``).
 
-        ``line`` is ``{"price", "quantity"}``, ``urls`` ``{"success_url", "cancel_url"}``. With
+        ``line`` is ``{"price", "quantity"}``, plus a line (no quantity) per metered price id of
+        ``metered``; ``urls`` ``{"success_url", "cancel_url"}``. With
         ``trial_days`` (> 0) the subscription starts as a free trial; ``promotion_code`` (an id) is
         applied, else the page lets the customer type one (``allow_promotion_codes``);
         ``automatic_tax`` asks Stripe Tax to compute tax (the page collects the address).

@@ -45,3 +45,7 @@ class InvalidTaxId(AppError):
 
 class ChangeDeclined(Exception):  # noqa: N818 (a decision, not a fault)
     """Stripe refused a subscription change because its charge was declined (``error_if_incomplete``)."""
+
+
+class MeterEventRefused(Exception):  # noqa: N818 (Stripe's answer, not a fault of ours)
+    """Stripe refused a meter event for good (a 4xx other than "already exists"); ``str()`` is its message."""

@@ -99,12 +99,13 @@ def apply_subscription(billable, obj, as_of):
     items = objects.items_of(obj)
     period_end = objects.current_period_end(obj)
     pending = objects.pending_update_of(obj)
+    licensed = [item for item in items if not objects.is_metered(item)]  # metered items: the plan's usage
     discount = objects.discount_of(obj, existing.discount if existing else None)
     read = discount is not objects.UNREAD  # named by id only, unread: what is stored stays
     values = {
         "provider_status": obj.get("status") or "incomplete",
-        "provider_price": objects.price_of(items[0]) if items else None,
-        "quantity": items[0].get("quantity") if len(items) == 1 else None,
+        "provider_price": objects.price_of(licensed[0]) if licensed else None,
+        "quantity": licensed[0].get("quantity") if len(licensed) == 1 else None,
         "default_payment_method": objects.ref_id(obj.get("default_payment_method")),
         "cancel_at_period_end": bool(obj.get("cancel_at_period_end")),
         "current_period_end": period_end,

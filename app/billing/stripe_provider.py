@@ -30,6 +30,7 @@ from app.billing.provider import SubscriptionProvider
 from app.billing.provider_errors import ChangeDeclined
 from app.billing.stripe_calls import client_values_refused, one_line, provider_call, requests_session
 from app.billing.stripe_customers import CustomerCalls
+from app.billing.stripe_meters import MeterCalls
 from app.errors import InvalidJson, InvalidSignature, UnknownPrice
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def _signed_at(signature_header):
     return int(next(item[1] for item in items if item[0] == "t"))
 
 
-class StripeProvider(CustomerCalls, SubscriptionProvider):
+class StripeProvider(CustomerCalls, MeterCalls, SubscriptionProvider):
     def __init__(self, api_key, api_base=None, timeout=5, max_network_retries=1):
         """``timeout`` is per HTTP attempt, in seconds; ``api_base`` points the SDK at the emulator."""
         self._client = stripe.StripeClient(
@@ -90,10 +91,11 @@ class StripeProvider(CustomerCalls, SubscriptionProvider):
         return jsonbody.loads(payload)
 
     def create_subscription(self, customer_id, price, idempotency_key, trial_days=0, promotion_code=None,
-                            automatic_tax=False, quantity=None):
+                            automatic_tax=False, quantity=None, metered=()):
         params: SubscriptionCreateParams = {
             "customer": customer_id,
-            "items": [{"price": price, "quantity": quantity} if quantity else {"price": price}],
+            "items": [{"price": price, "quantity": quantity} if quantity else {"price": price}]
+            + [{"price": other} for other in metered],
             "payment_behavior": "default_incomplete",
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": SUBSCRIPTION_EXPAND,
@@ -119,10 +121,11 @@ class StripeProvider(CustomerCalls, SubscriptionProvider):
                 raise
 
     def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
-                                automatic_tax=False):
+                                metered=(), automatic_tax=False):
         params: CheckoutSessionCreateParams = {
             "mode": "subscription", "customer": customer_id,
-            "line_items": [{"price": line["price"], "quantity": line["quantity"]}],
+            "line_items": [{"price": line["price"], "quantity": line["quantity"]}]
+            + [{"price": other} for other in metered],
             "success_url": urls["success_url"], "cancel_url": urls["cancel_url"],
         }
         # Stripe's own code box stays off (no ``allow_promotion_codes``): a code typed there would

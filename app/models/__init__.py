@@ -12,11 +12,11 @@ from app.models.subscription import (
     TrialFingerprint,
 )
 from app.models.token import AccessToken, RotatedToken
+from app.models.usage import ServiceKey, UsageEvent
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
 __all__ = ["AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent",
            "IdempotencyKey", "Invitation", "Membership", "Notification", "NotificationDelivery", "Organization",
-           "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "Subscription",
-           "SubscriptionItem", "TrialFingerprint", "User",
-           "WebhookEvent"]
+           "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "ServiceKey",
+           "Subscription", "SubscriptionItem", "TrialFingerprint", "UsageEvent", "User", "WebhookEvent"]

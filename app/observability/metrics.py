@@ -58,6 +58,13 @@ RECONCILE_DRIFTED = Gauge("reconcile_drifted_users", "Users found drifted by the
                           multiprocess_mode="mostrecent")
 RECONCILE_LAST_RUN = Gauge("reconcile_last_run_timestamp_seconds", "When the last flask reconcile finished, "
                            "Unix seconds", multiprocess_mode="mostrecent")
+# What became of reported usage events: accepted (stored), duplicate (identifier already received),
+# delivered (Stripe has it), failed (Stripe refused it for good).
+USAGE_OUTCOMES = ("accepted", "duplicate", "delivered", "failed")
+USAGE_EVENTS = Counter("usage_events_total", "Usage events by outcome (accepted, duplicate, delivered, failed)",
+                       ["outcome"])
+USAGE_OLDEST_UNDELIVERED = Gauge("usage_oldest_undelivered_age_seconds", "Age of the oldest usage event not yet "
+                                 "at Stripe (pending), seconds; 0 when none", multiprocess_mode="mostrecent")
 
 
 def http_request(method, endpoint, status, seconds):
@@ -104,6 +111,18 @@ def reconcile_finished(checked, drifted, fixed, failed, finished_at):
         RECONCILE_USERS.labels(result).inc(count)
     RECONCILE_DRIFTED.set(drifted)
     RECONCILE_LAST_RUN.set(finished_at)
+
+
+def usage_events(outcome, count=1):
+    """Count ``count`` usage events reaching ``outcome`` (one of ``USAGE_OUTCOMES``)."""
+    if outcome not in USAGE_OUTCOMES:
+        raise ValueError(f"unknown usage outcome {outcome!r}")
+    USAGE_EVENTS.labels(outcome).inc(count)
+
+
+def set_usage_oldest_undelivered(seconds):
+    """Set the age of the oldest pending usage event, seconds (0: none)."""
+    USAGE_OLDEST_UNDELIVERED.set(seconds)
 
 
 def exposition():

@@ -8,6 +8,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.errors import NotFound, Unauthenticated
 from app.observability import metrics
+from app.usage import delivery
 from app.webhook import failures
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ def _count_failed_events():
     # last value: metrics must answer most of all during an outage (README "Metrics").
     try:
         metrics.set_failed_events_open(failures.count_open())
+        metrics.set_usage_oldest_undelivered(delivery.oldest_undelivered_age())
     except SQLAlchemyError as exc:
         log.warning("webhook_failed_events_open not updated, the database did not answer: %s", type(exc).__name__)
 

@@ -21,6 +21,7 @@ from app.idempotency import provider_key
 from app.subscription import current
 from app.subscription.errors import NotSubscribed, PaymentRequired, SubscriptionEnded
 from app.timeutil import utcnow
+from app.usage import plans as usage_plans
 
 
 def _change_item(billable, action, change, proration_date, promotion_code=None):
@@ -38,7 +39,7 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
     if proration_date is not None:
         current.check_proration_date(subscription, proration_date, current.stripe_now(subscription))
     current.refuse_while_pending(billable, subscription)
-    item = subscription.items[0]
+    item = current.licensed(subscription)[0]
     provider = get_provider()
     now_on = {"price": item.provider_price, "quantity": item.quantity or 1}
     wanted = {**now_on, **change}
@@ -58,7 +59,7 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
     except ChangeDeclined:
         raise PaymentRequired.declined() from None
     redemptions.remember(billable, promotion_code, subscription.provider_id)
-    row = current.write(billable, live)
+    row = current.write(billable, _with_plan_usage(billable, subscription, live, change, action))
     pending = objects.pending_update_of(live)
     # The answer may carry an older pending update (made in the portal, say); this change is refused
     # only if it is not on the item Stripe answered with.
@@ -67,9 +68,22 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
     return row, pending
 
 
+def _with_plan_usage(billable, subscription, live, change, action):
+    """``live`` with the new plan's metered items, once Stripe applied a swap (``app.usage.plans.follow``).
+
+    A second update: Stripe's pending updates take an item's ``price`` and ``quantity`` only, not a
+    deleted item (https://docs.stripe.com/billing/subscriptions/pending-updates-reference), and a
+    swap waiting for its payment keeps the old plan, usage included, until it applies.
+    """
+    if "price" not in change or not _carries(live, change):
+        return live
+    return usage_plans.follow(subscription.provider_id, subscription.items, change["price"],
+                              provider_key(billable, f"{action}-usage")) or live
+
+
 def _carries(live, change):
-    """Whether the subscription ``live`` has the item ``change`` asked for (its one item)."""
-    items = objects.items_of(live)
+    """Whether the subscription ``live`` has the item ``change`` asked for (its one licensed item)."""
+    items = [item for item in objects.items_of(live) if not objects.is_metered(item)]
     found = {"price": objects.price_of(items[0]), "quantity": items[0].get("quantity")} if items else {}
     return all(found.get(name) == value for name, value in change.items())
 
@@ -119,10 +133,11 @@ def preview_swap(billable, price, promotion_code=None):
         raise UnknownPrice.for_price(price)
     promotion = promotions.resolve(promotion_code, price, billable, _seats(billable))
     subscription = current.priced(billable, lock=False)  # a read at Stripe: nothing changes there, nothing to serialise
-    item, provider = subscription.items[0], get_provider()
+    item, provider = current.licensed(subscription)[0], get_provider()
     quantity = item.quantity or 1
     now = current.stripe_now(subscription)
-    details = {"items": [{"id": item.provider_id, "price": price}], "proration_date": now,
+    details = {"items": [{"id": item.provider_id, "price": price}, *usage_plans.swap_items(subscription.items, price)],
+               "proration_date": now,
                "proration_behavior": prices.proration_for(provider, item.provider_price, quantity, price, quantity)}
     invoice = provider.preview_invoice(subscription.provider_id, details, promotion,
                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"])

@@ -14,6 +14,7 @@ from app.extensions import db
 from app.models import Notification, Subscription
 from app.notifications.kinds import ACCOUNT_EMAILS
 from app.pagination import newest_first
+from app.usage import plans as usage_plans
 
 
 def ensure_customer(billable):
@@ -56,6 +57,7 @@ def create_intent(billable, price, promotion_code=None):
     """
     if price not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(price)
+    metered = usage_plans.metered_for(price)  # the plan's usage prices; a metered price alone is unknown
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
     pending = _open_subscription(billable)
@@ -78,7 +80,8 @@ def create_intent(billable, price, promotion_code=None):
            + (f"-seats-{seats}" if seats else ""))
     live = provider.create_subscription(ensure_customer(billable), price, key, trial_days=trial_days,
                                         promotion_code=promotion_code,
-                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"], quantity=seats)
+                                        automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"], quantity=seats,
+                                        metered=metered)
     subscription = state.apply_subscription(billable, live, state.live_as_of())
     # Recorded now: a ``once`` discount is gone from the subscription after its first invoice.
     redemptions.remember(billable, promotion_code, live["id"])
@@ -122,6 +125,7 @@ def create_checkout(billable, line, urls, promotion_code=None):
     """
     if line["price"] not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(line["price"])
+    metered = usage_plans.metered_for(line["price"])
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
     trial_days = _trial_days(billable, provider)
@@ -130,7 +134,8 @@ def create_checkout(billable, line, urls, promotion_code=None):
     terms = json.dumps([line, urls, trial_days, promotion_code, automatic_tax], sort_keys=True)
     key = f"checkout-{billable.idempotency_token}-{attempt}-{hashlib.sha256(terms.encode()).hexdigest()[:32]}"
     session = provider.create_checkout_session(ensure_customer(billable), line, urls, key, trial_days=trial_days,
-                                               promotion_code=promotion_code, automatic_tax=automatic_tax)
+                                               promotion_code=promotion_code, metered=metered,
+                                               automatic_tax=automatic_tax)
     return {"id": session["id"], "url": session["url"]}
 
 

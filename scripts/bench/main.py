@@ -39,6 +39,7 @@ from scripts.bench.settings import (
     log,
 )
 from scripts.bench.table import render_table, table_rows
+from scripts.bench.usage import measure_delivery, measure_ingest, usage_rows
 from scripts.bench.webhook_load import RemoteEmulator
 from scripts.bench.webhooks import measure_webhooks
 from tests.ports import free_port
@@ -76,6 +77,7 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
 
         out.update(measure_webhooks(port, emulator, db, prices, args,
                                     {"gunicorn": gunicorn.process.pid, "emulator": emulator_pid}))
+        out.update(measure_ingest(port, emulator, db, env, args))
         if args.focus:
             return out
         gunicorn.stop()
@@ -89,6 +91,7 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
         out["prune"]["left_expired"] = count_rows(db, AccessToken, AccessToken.name == "bench-expired")
         if kind == "postgres":
             out["delivery"] = bench_delivery_worker(db, env, user_id, workdir)
+            out.update(measure_delivery(db, env, args.quick))
         return out
     finally:
         if gunicorn is not None:
@@ -164,7 +167,8 @@ def main(argv=None):
             minimal.stop()
             emulator.stop()
 
-    rows = [row for kind in kinds for row in table_rows(kind, results[kind], args) + delivery_rows(kind, results[kind])]
+    rows = [row for kind in kinds for row in table_rows(kind, results[kind], args) + delivery_rows(kind, results[kind])
+            + usage_rows(kind, results[kind])]
     table = render_table(rows)
     wall = time.perf_counter() - started
     print(table)

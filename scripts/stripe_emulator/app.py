@@ -16,6 +16,7 @@ from .customers import responses as customers
 from .discounts import responses as discounts
 from .intents import responses as intents
 from .invoices import responses as invoices
+from .meters import responses as meters
 from .pages import hosted_invoice, portal, portal_configurations, portal_sessions
 from .products import responses as products
 from .subscriptions import responses as subscriptions
@@ -24,8 +25,8 @@ from .webhooks import responses as webhooks
 from .webhooks.delivery import Delivery
 
 BLUEPRINTS = (products.bp, discounts.bp, checkout.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp,
-              webhooks.bp, test_clocks.bp, portal_configurations.bp, portal_sessions.bp, portal.bp, hosted_invoice.bp,
-              control.bp)
+              webhooks.bp, test_clocks.bp, meters.bp, portal_configurations.bp, portal_sessions.bp, portal.bp,
+              hosted_invoice.bp, control.bp)
 
 
 def create_app(start_worker: bool = True) -> Flask:

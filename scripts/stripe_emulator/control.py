@@ -151,11 +151,14 @@ def add_fault():
     body = _body()
     fault = {"path_prefix": body.get("path_prefix") or "/v1/",
              "status": body.get("status"), "count": body.get("count", 1),
-             "delay_seconds": float(body.get("delay_seconds") or 0)}
+             "delay_seconds": float(body.get("delay_seconds") or 0),
+             "probability": float(body.get("probability", 1)), "after": bool(body.get("after"))}
     if fault["status"] is not None and not isinstance(fault["status"], int):
         return _bad("'status' must be an integer HTTP status")
     if not isinstance(fault["count"], int) or fault["count"] < 1:
         return _bad("'count' must be a positive integer")
+    if not 0 < fault["probability"] <= 1:
+        return _bad("'probability' must be a number in (0, 1]")
     st = store()
     with st.lock:
         st.faults.append(fault)

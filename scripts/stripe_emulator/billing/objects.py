@@ -30,10 +30,11 @@ def invoice_line(sub_id: str, item_id: str, p: dict, quantity: int, amount: int,
 
 
 def period_lines(sub: dict, start: int, end: int, free: bool = False) -> list[dict]:
-    """The lines charging each item of ``sub`` for the period ``start``-``end`` (nothing on a trial)."""
+    """The lines charging each licensed item of ``sub`` for the period ``start``-``end`` in advance (nothing
+    on a trial); a metered item is billed in arrears for its usage (``subscriptions/renewals.py``)."""
     return [invoice_line(sub["id"], item["id"], item["price"], item["quantity"],
                          0 if free else item["price"]["unit_amount"] * item["quantity"], start, end)
-            for item in sub["items"]["data"]]
+            for item in sub["items"]["data"] if "quantity" in item]
 
 
 def invoice(store: Store, sub: dict, billing_reason: str, start: int, end: int,

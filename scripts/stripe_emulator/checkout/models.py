@@ -21,7 +21,17 @@ from ..customers import models as customer_models
 from ..customers import payment_methods
 from ..customers.models import live_customer
 from ..intents import setup_intents
+from ..products.models import metered
 from ..subscriptions import models as subscriptions
+
+
+def _line_item(store: Store, item: dict, i: int) -> dict:
+    """A line as the subscription's item: a metered price has no quantity (Stripe refuses one)."""
+    p = store.get("prices", item.get("price"), f"line_items[{i}][price]")
+    if metered(p):
+        subscriptions.item_quantity(p, item, i)  # refuses a quantity
+        return {"price": item["price"]}
+    return {"price": item["price"], "quantity": int(item.get("quantity") or 1)}
 
 
 def create_session(store: Store, params: dict) -> dict:
@@ -51,8 +61,7 @@ def create_session(store: Store, params: dict) -> dict:
         "mode": "subscription", "payment_status": "unpaid", "status": "open",
         "subscription": None, "success_url": params.get("success_url"),
         "url": f"{store.base_url}/checkout/{session_id}",
-        "_line_items": [{"price": item["price"], "quantity": int(item.get("quantity") or 1)}
-                        for item in params["line_items"]],
+        "_line_items": [_line_item(store, item, i) for i, item in enumerate(params["line_items"])],
         "_subscription_data": dict(params.get("subscription_data") or {}),
         "locale": params.get("locale"), "customer_details": None,
         "customer_update": dict(params.get("customer_update") or {}) or None,

@@ -19,6 +19,7 @@ PREFIX_COLLECTION = {
     "di_": "discounts",
     "cs_": "checkout_sessions",
     "txi_": "tax_ids",
+    "mtr_": "meters",
 }
 
 COLLECTION_NAMES = {
@@ -40,5 +41,6 @@ COLLECTION_NAMES = {
     "coupons": "coupon",
     "checkout_sessions": "checkout session",
     "tax_ids": "tax ID",
+    "meters": "billing meter",
 }
 

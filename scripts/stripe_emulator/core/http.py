@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 import re
 import time
 from collections.abc import Callable
@@ -96,9 +97,11 @@ def _check_auth() -> str:
 
 
 def _take_fault(st: Store) -> dict | None:
+    """The first matching fault, taken (``count`` down by one) with its ``probability`` (default 1)."""
     with st.lock:
         for fault in st.faults:
-            if request.path.startswith(fault["path_prefix"]) and fault["count"] > 0:
+            if request.path.startswith(fault["path_prefix"]) and fault["count"] > 0 \
+                    and random.random() < fault.get("probability", 1):
                 fault["count"] -= 1
                 if fault["count"] == 0:
                     st.faults.remove(fault)
@@ -111,6 +114,13 @@ def _fault_error(status: int) -> StripeError:
         return StripeError(429, "Request rate limit exceeded.", code="rate_limit")
     return StripeError(status, "An unknown error occurred (injected by the emulator).",
                        type="api_error")
+
+
+def _apply_fault(fault: dict) -> None:
+    # Sleep outside the lock so a slow fault does not stall other requests.
+    time.sleep(fault.get("delay_seconds") or 0)
+    if fault.get("status"):
+        raise _fault_error(int(fault["status"]))
 
 
 def endpoint(required: tuple = ()) -> Callable:
@@ -129,16 +139,15 @@ def endpoint(required: tuple = ()) -> Callable:
             try:
                 api_key = _check_auth()
                 fault = _take_fault(st)
-                if fault:
-                    # Sleep outside the lock so a slow fault does not stall other requests.
-                    time.sleep(fault.get("delay_seconds") or 0)
-                    if fault.get("status"):
-                        raise _fault_error(int(fault["status"]))
+                if fault and not fault.get("after"):
+                    _apply_fault(fault)
                 pairs = list(request.args.items(multi=True))
                 if request.method == "POST":
                     pairs += list(request.form.items(multi=True))
-                params = parse_params(pairs)
-                return _run(st, fn, api_key, params, required, kwargs)
+                answer = _run(st, fn, api_key, params=parse_params(pairs), required=required, kwargs=kwargs)
+                if fault and fault.get("after"):
+                    _apply_fault(fault)  # done, but the answer is late or lost (a crash after Stripe's commit)
+                return answer
             except StripeError as err:
                 return error_response(err)
 

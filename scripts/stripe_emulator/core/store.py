@@ -86,6 +86,12 @@ class Store:
             self.discounts: dict[str, dict] = {}
             self.checkout_sessions: dict[str, dict] = {}
             self.tax_ids: dict[str, dict] = {}
+            # Billing meters, the events they count, and when each identifier was last received.
+            self.meters: dict[str, dict] = {}
+            self.meter_events: list[dict] = []
+            self.meter_identifiers: dict[str, int] = {}
+            # Events accepted but not counted, as Stripe's meter error reports list them.
+            self.meter_error_reports: list[dict] = []
             self.idempotency: dict[tuple[str, str], dict] = {}
             self.faults: list[dict] = []
             # Webhook deliveries waiting for a first attempt or a retry (``webhooks/delivery.py``).

@@ -109,6 +109,8 @@ def order_of(sub: dict, planned: list | None = None) -> tuple[int, str]:
     changed = {item["id"]: (price, quantity) for item, price, quantity in planned or ()}
     amount = 0
     for item in sub["items"]["data"]:
+        if "quantity" not in item:
+            continue  # metered: its usage is not known ahead
         price, quantity = changed.get(item["id"], (item["price"], item["quantity"]))
         amount += (price["unit_amount"] or 0) * quantity
     return amount, sub["currency"]

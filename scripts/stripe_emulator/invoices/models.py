@@ -7,7 +7,7 @@ from ..billing.objects import invoice, invoice_line
 from ..core.store import Store, StripeError, new_id, public
 from ..customers import payment_methods
 from ..discounts import models as discount_models
-from ..subscriptions import pending, prorations
+from ..subscriptions import pending, prorations, usage
 
 
 def pay_invoice(store: Store, inv: dict, pm_id: str | None) -> dict:
@@ -62,7 +62,9 @@ def preview(store: Store, params: dict) -> dict:
         if sub["status"] in ("canceled", "incomplete_expired") or sub["cancel_at"]:
             raise StripeError(404, "No upcoming invoices for customer: " + sub["customer"],
                               code="invoice_upcoming_none")
-        lines = list(sub.get("_pending_prorations") or []) + lines + _next_period_lines(sub, planned)
+        # The renewal bills the usage so far in arrears with the next period in advance.
+        lines = (list(sub.get("_pending_prorations") or []) + lines + _next_period_lines(sub, planned)
+                 + usage.usage_lines(store, sub, periods.period_start(sub), periods.period_end(sub)))
     start = lines[0]["period"]["start"] if lines else when
     inv = invoice(store, sub, "upcoming" if not planned else "subscription_update", start,
                           periods.period_end(sub), lines=[dict(line) for line in lines],
@@ -92,6 +94,8 @@ def _next_period_lines(sub: dict, planned: list) -> list[dict]:
     changed = {item["id"]: (price, quantity) for item, price, quantity in planned}
     lines = []
     for item in sub["items"]["data"]:
+        if "quantity" not in item:
+            continue  # metered: billed in arrears at the renewal, for what its meter counted
         price, quantity = changed.get(item["id"], (item["price"], item["quantity"]))
         lines.append(invoice_line(sub["id"], item["id"], price, quantity,
                                           price["unit_amount"] * quantity, start, end))

@@ -26,7 +26,8 @@ def price(store: Store, params: dict, product_id: str) -> dict:
     if recurring:
         rec = {"interval": recurring.get("interval", "month"),
                "interval_count": int(recurring.get("interval_count") or 1),
-               "meter": None, "trial_period_days": None, "usage_type": "licensed"}
+               "meter": _meter(store, recurring), "trial_period_days": None,
+               "usage_type": recurring.get("usage_type") or "licensed"}
     return {
         "id": new_id("price_"), "object": "price", "active": params.get("active", True), "billing_scheme": "per_unit",
         "created": store.now(), "currency": params["currency"].lower(),
@@ -39,6 +40,24 @@ def price(store: Store, params: dict, product_id: str) -> dict:
     }
 
 
+def _meter(store: Store, recurring: dict) -> str | None:
+    """The meter of a ``metered`` price: required since ``2025-03-31.basil``, which removed usage records
+    (https://docs.stripe.com/changelog/basil/2025-03-31/deprecate-legacy-usage-based-billing)."""
+    if recurring.get("usage_type") != "metered":
+        if recurring.get("meter"):
+            raise StripeError(400, "A meter can only be set on a price with `recurring[usage_type]=metered`.",
+                              param="recurring[meter]")
+        return None
+    if not recurring.get("meter"):
+        raise StripeError(400, "Prices with `recurring[usage_type]=metered` must be backed by a meter: "
+                          "set `recurring[meter]`.", param="recurring[meter]")
+    return store.get("meters", recurring["meter"], "recurring[meter]")["id"]
+
+
+def metered(p: dict) -> bool:
+    return (p.get("recurring") or {}).get("usage_type") == "metered"
+
+
 def legacy_plan(p: dict) -> dict:
     """The ``plan`` view of a price, still present on subscription items."""
     rec = p["recurring"] or {}
@@ -47,9 +66,9 @@ def legacy_plan(p: dict) -> dict:
         "amount_decimal": p["unit_amount_decimal"], "billing_scheme": "per_unit",
         "created": p["created"], "currency": p["currency"], "interval": rec.get("interval"),
         "interval_count": rec.get("interval_count"), "livemode": False,
-        "metadata": p["metadata"], "meter": None, "nickname": p["nickname"],
+        "metadata": p["metadata"], "meter": rec.get("meter"), "nickname": p["nickname"],
         "product": p["product"], "tiers_mode": None, "transform_usage": None,
-        "trial_period_days": None, "usage_type": "licensed",
+        "trial_period_days": None, "usage_type": rec.get("usage_type", "licensed"),
     }
 
 

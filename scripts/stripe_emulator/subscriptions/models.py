@@ -11,7 +11,7 @@ from ..core.store import Store, StripeError, merge_metadata, public
 from ..customers import payment_methods
 from ..customers.models import live_customer
 from ..discounts import models as discount_models
-from ..products.models import subscribable
+from ..products.models import metered, subscribable
 from . import objects, prorations, rules, trials
 
 
@@ -22,9 +22,20 @@ def _item_prices(store: Store, entries: list) -> list[tuple[dict, int]]:
     prices = []
     for i, entry in enumerate(entries):
         currency = prices[0][0]["currency"] if prices else None
-        prices.append((subscribable(store, entry.get("price"), f"items[{i}][price]", currency),
-                       int(entry.get("quantity") or 1)))
+        p = subscribable(store, entry.get("price"), f"items[{i}][price]", currency)
+        prices.append((p, item_quantity(p, entry, i)))
     return prices
+
+
+def item_quantity(p: dict, entry: dict, i: int) -> int | None:
+    """An item's quantity: 1 by default; none for a metered price, which refuses one as Stripe does
+    (its usage is what the meter reports, https://docs.stripe.com/billing/subscriptions/usage-based)."""
+    if not metered(p):
+        return int(entry.get("quantity") or 1)
+    if entry.get("quantity") not in (None, ""):
+        raise StripeError(400, f"Quantity should not be specified where usage_type is `metered`. Remove quantity "
+                          f"from `items[{i}]`.", param=f"items[{i}][quantity]")
+    return None
 
 
 def _trial_seconds(store: Store, params: dict) -> int:
@@ -47,7 +58,7 @@ def create_subscription(store: Store, params: dict) -> dict:
     pm_id = payment_methods.customer_pm(store, cus["id"], pm_id, "default_payment_method") if pm_id else None
     charge_pm_id = pm_id or cus["invoice_settings"]["default_payment_method"]
     charge_pm = store.payment_methods.get(charge_pm_id or "")
-    amount = sum(p["unit_amount"] * q for p, q in prices)
+    amount = sum(p["unit_amount"] * q for p, q in prices if q is not None)
     needs_payment = amount > 0 and not trial_seconds and behavior != "default_incomplete"
     if needs_payment and charge_pm is None:
         raise StripeError(400, "This customer has no attached payment source or default "
@@ -197,7 +208,7 @@ def _add_or_remove_item(store: Store, sub: dict, entry: dict, i: int) -> None:
         return
     p = subscribable(store, entry.get("price"), f"items[{i}][price]", sub["currency"])
     sub["items"]["data"].append(objects.subscription_item(
-        store, sub["id"], p, int(entry.get("quantity") or 1),
+        store, sub["id"], p, item_quantity(p, entry, i),
         periods.period_start(sub), periods.period_end(sub)))
 
 

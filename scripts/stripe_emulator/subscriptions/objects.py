@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from ..core.lists import list_object
 from ..core.store import Store, StripeError, new_id, public
-from ..products.models import legacy_plan
+from ..products.models import legacy_plan, metered
 
 
-def subscription_item(store: Store, sub_id: str, p: dict, quantity: int,
+def subscription_item(store: Store, sub_id: str, p: dict, quantity: int | None,
                       start: int, end: int) -> dict:
-    return {
+    """An item; a metered price's has no ``quantity`` (its usage is what the meter counts)."""
+    item = {
         "id": new_id("si_", 14), "object": "subscription_item", "billing_thresholds": None,
         "created": store.now(), "current_period_end": end, "current_period_start": start,
         "discounts": [], "metadata": {}, "plan": legacy_plan(p), "price": public(p),
         "quantity": quantity, "subscription": sub_id, "tax_rates": [],
     }
+    if metered(p):
+        del item["quantity"]
+        item["_billed_from"] = store.now()
+    return item
 
 
 def subscription(store: Store, customer_id: str, params: dict, now: int) -> dict:

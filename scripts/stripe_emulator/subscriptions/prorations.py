@@ -44,6 +44,9 @@ def planned_changes(store: Store, sub: dict, entries: list) -> list[tuple[dict, 
         item = find_item(sub, entry["id"], f"items[{i}][id]")
         price = subscribable(store, entry["price"], f"items[{i}][price]", sub["currency"]) if entry.get("price") \
             else item["price"]
+        if "quantity" not in item:
+            raise StripeError(400, "The emulator changes a metered item by deleting it and adding the new price.",
+                              param=f"items[{i}][id]")
         quantity = int(entry["quantity"]) if entry.get("quantity") not in (None, "") else item["quantity"]
         if quantity < 1:
             raise StripeError(400, "Invalid integer: quantity must be at least 1.",
@@ -160,7 +163,8 @@ def restart_lines(store: Store, sub: dict, planned: list, when: int, behavior: s
     credits = [] if behavior == "none" else [_unused_line(store, sub, item, when, old_discount)
                                               for item, _, _ in planned]
     changed = {item["id"]: (price, quantity) for item, price, quantity in planned}
-    terms = [(item, *changed.get(item["id"], (item["price"], item["quantity"]))) for item in sub["items"]["data"]]
+    terms = [(item, *changed.get(item["id"], (item["price"], item["quantity"]))) for item in sub["items"]["data"]
+             if "quantity" in item]  # a metered item is billed in arrears, not for a period ahead
     end = min(periods.add_interval(when, *_interval(price)) for _, price, _ in terms)
     return credits + [invoice_line(sub["id"], item["id"], price, quantity, price["unit_amount"] * quantity, when, end)
                       for item, price, quantity in terms]
@@ -217,10 +221,18 @@ def check_update(params: dict) -> None:
         raise StripeError(400, f"Invalid payment_behavior: must be one of {', '.join(PAYMENT_BEHAVIORS)}",
                           param="payment_behavior")
     if params.get("payment_behavior") == "pending_if_incomplete":
-        extra = sorted(set(params) - PENDING_UPDATE_PARAMS)
-        if extra:
-            raise StripeError(400, "When payment_behavior is pending_if_incomplete, only some parameters "
-                              f"are supported; {extra[0]} is not one of them.", param=extra[0])
+        _check_pending(params)
+
+
+def _check_pending(params: dict) -> None:
+    """A pending update takes the parameters of ``PENDING_UPDATE_PARAMS``, and of an item its ``price`` and
+    ``quantity`` (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): no deletion."""
+    extra = sorted(set(params) - PENDING_UPDATE_PARAMS)
+    extra += [f"items[{i}][{key}]" for i, entry in enumerate(params.get("items") or [])
+              for key in sorted(set(entry) - {"id", "price", "quantity"})]
+    if extra:
+        raise StripeError(400, "When payment_behavior is pending_if_incomplete, only some parameters "
+                          f"are supported; {extra[0]} is not one of them.", param=extra[0])
 
 
 def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool) -> None:
@@ -229,7 +241,8 @@ def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool)
     lines, now = take_prorations(sub), store.now()
     if prorate and sub["status"] != "trialing":  # a trial's unused time cost nothing
         discount = discounts.current(store, sub["discounts"], now)
-        lines += [_unused_line(store, sub, item, now, discount) for item in sub["items"]["data"]]
+        lines += [_unused_line(store, sub, item, now, discount) for item in sub["items"]["data"]
+                  if "quantity" in item]
     if not invoice_now or not lines:
         sub["_pending_prorations"] = lines
         return

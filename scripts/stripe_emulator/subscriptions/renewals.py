@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..billing import cards, invoicing, periods
 from ..billing.objects import period_lines
 from ..core.store import Store, StripeError, public
-from . import dunning, pending, prorations
+from . import dunning, pending, prorations, usage
 from .models import cancel_now
 
 # Stripe moves a subscription whose first invoice is still unpaid to incomplete_expired.
@@ -61,7 +61,8 @@ def renew(store: Store, sub: dict) -> None:
     if sub["status"] == "trialing":
         sub["status"] = "active"
     inv = invoicing.open_invoice(store, sub, "subscription_cycle", start, end,
-                               lines=prorations.take_prorations(sub) + period_lines(sub, start, end))
+                               lines=prorations.take_prorations(sub) + period_lines(sub, start, end)
+                               + usage.usage_lines(store, sub, old_start, start))
     inv["period_start"], inv["period_end"] = old_start, start
     store.emit("customer.subscription.updated", sub, before)
     invoicing.finalize(store, inv)

@@ -1,0 +1,195 @@
+"""The usage delivery worker's work: claim pending events, send each to Stripe's meter events, record it.
+
+Modelled on the notification outbox (``app.notifications.outbox``, STYLE "Usage and other
+background work"): a claim is a short transaction that leases the rows (``FOR UPDATE SKIP LOCKED``
+on PostgreSQL, so workers on several hosts never take one row at once); the sends happen outside
+any transaction; the outcomes are committed together after the batch. A worker that dies between
+Stripe's answer and that commit leaves its rows to be sent again when the lease ends, with the same
+``identifier``: Stripe answers "already exists", which is recorded as delivered, so nothing is
+billed twice (Stripe keeps identifiers unique for 24 hours, far longer than a lease).
+
+Sends run on a few threads, paced to at most ``USAGE_DELIVERY_RATE`` per second per worker. A
+network error, timeout, 429 or 5xx is retried after a back-off (1 s, doubling, at most 5 minutes),
+for as long as it takes; any other refusal marks the event ``failed`` with Stripe's message, until
+``flask usage-replay``.
+"""
+import logging
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.billing.provider_errors import MeterEventRefused
+from app.errors import AppError
+from app.extensions import db
+from app.models import UsageEvent
+from app.models.usage import DELIVERED, FAILED, PENDING
+from app.observability import metrics
+from app.timeutil import utcnow
+from app.usage import meters
+
+logger = logging.getLogger(__name__)
+
+BATCH = 200
+SENDERS = 8
+# Longer than a batch can take (BATCH sends, each at most a few timeouts, SENDERS at a time).
+LEASE = timedelta(minutes=10)
+FIRST_RETRY_DELAY = 1.0
+MAX_RETRY_DELAY = 300.0
+_ERROR_LENGTH = 1000
+
+
+class Pacer:
+    """At most ``rate`` sends per second across the threads of one worker: each waits for its slot."""
+
+    def __init__(self, rate):
+        self.interval, self.next_slot, self.lock = 1.0 / rate, time.monotonic(), threading.Lock()
+
+    def wait(self):
+        with self.lock:
+            now = time.monotonic()
+            slot = max(now, self.next_slot)
+            self.next_slot = slot + self.interval
+        time.sleep(max(0.0, slot - now))
+
+
+def retry_delay(attempts):
+    """Seconds to wait after failed attempt number ``attempts`` (1-based): 1, 2, 4... at most 300."""
+    return min(FIRST_RETRY_DELAY * 2 ** (attempts - 1), MAX_RETRY_DELAY)
+
+
+def claim(now, limit=BATCH):
+    """Lease up to ``limit`` due pending events to the caller; return them (as ``outbox.claim``). The caller commits."""
+    due = (select(UsageEvent.id)
+           .where(UsageEvent.status == PENDING, UsageEvent.next_attempt_at <= now)
+           .order_by(UsageEvent.next_attempt_at, UsageEvent.id)
+           .limit(limit)
+           .with_for_update(skip_locked=True)
+           .cte("due"))
+    claimed = db.session.scalars(
+        update(UsageEvent)
+        .where(UsageEvent.id == due.c.id, UsageEvent.status == PENDING, UsageEvent.next_attempt_at <= now)
+        .values(next_attempt_at=now + LEASE)
+        .returning(UsageEvent.id)
+        .execution_options(synchronize_session=False)).all()
+    if not claimed:
+        return []
+    return db.session.scalars(select(UsageEvent).where(UsageEvent.id.in_(claimed)).order_by(UsageEvent.id)
+                              .execution_options(populate_existing=True)).all()
+
+
+def _attempt(provider, event, meter):
+    """Send one event; return ``(outcome, message)``: ``delivered``, ``retry`` or ``failed``."""
+    customer_key, value_key = meters.payload_keys(meter)
+    try:
+        provider.create_meter_event(event.event_name, {customer_key: event.customer, value_key: str(event.value)},
+                                    event.identifier, event.timestamp)
+    except MeterEventRefused as exc:
+        return "failed", str(exc)
+    except AppError as exc:  # ProviderUnavailable: network, timeout, 429, 5xx
+        return "retry", exc.message
+    return "delivered", None
+
+
+def _send(provider, pacer, event, meter):
+    """``_attempt`` in its turn (``pacer``); return ``(outcome, message, when Stripe answered)``."""
+    if meter is None:
+        return "failed", f"no active meter at Stripe has event_name {event.event_name!r}", utcnow()
+    pacer.wait()
+    return *_attempt(provider, event, meter), utcnow()
+
+
+def record(event, outcome, message, now):
+    """Record one attempt's outcome on ``event``. The caller commits."""
+    event.attempts += 1
+    if outcome == "delivered":
+        event.status, event.delivered_at, event.last_error = DELIVERED, now, None
+    elif outcome == "failed":
+        event.status, event.last_error = FAILED, message[:_ERROR_LENGTH]
+        logger.error("usage event %s (%s) failed: Stripe refused it: %s", event.id, event.identifier, message)
+    else:
+        event.last_error = message[:_ERROR_LENGTH]
+        event.next_attempt_at = now + timedelta(seconds=retry_delay(event.attempts))
+        logger.warning("usage event %s attempt %s failed, next at %s: %s", event.id, event.attempts,
+                       event.next_attempt_at, message)
+    if outcome != "retry":
+        metrics.usage_events(outcome)
+
+
+def deliver_batch(provider, pacer, limit=BATCH):
+    """Claim one batch, send it, record the outcomes; return a ``Counter`` of them. Commits twice."""
+    batch = claim(utcnow(), limit)
+    db.session.commit()
+    if not batch:
+        return Counter()
+    found = meters.active({event.event_name for event in batch})
+    with ThreadPoolExecutor(min(SENDERS, len(batch))) as pool:
+        results = list(pool.map(lambda event: _send(provider, pacer, event, found.get(event.event_name)), batch))
+    for event, (outcome, message, answered_at) in zip(batch, results, strict=True):
+        record(event, outcome, message, answered_at)
+    db.session.commit()
+    return Counter(outcome for outcome, _, _ in results)
+
+
+def next_attempt_in():
+    """Seconds until the earliest pending event is due (0 if one is), or ``None`` when none is pending."""
+    earliest = db.session.scalar(select(func.min(UsageEvent.next_attempt_at)).where(UsageEvent.status == PENDING))
+    return None if earliest is None else max(0.0, (earliest - utcnow()).total_seconds())
+
+
+def oldest_undelivered_age():
+    """Age in seconds of the oldest pending event (0 when none)."""
+    oldest = db.session.scalar(select(func.min(UsageEvent.created_at)).where(UsageEvent.status == PENDING))
+    return 0.0 if oldest is None else max(0.0, (utcnow() - oldest).total_seconds())
+
+
+def prune(retention_days):
+    """Delete delivered events (and so their identifiers) older than ``retention_days``; return how many."""
+    cutoff = utcnow() - timedelta(days=retention_days)
+    return db.session.execute(delete(UsageEvent).where(UsageEvent.status == DELIVERED,
+                                                       UsageEvent.delivered_at < cutoff)).rowcount
+
+
+PRUNE_EVERY = 3600.0
+
+
+def _idle_wait(once, poll):
+    """How long an idle loop waits; ``None`` ends a ``once`` run (nothing left but failed events)."""
+    if not once:
+        return poll
+    due_in = next_attempt_in()
+    return None if due_in is None else min(max(due_in, 0.05), MAX_RETRY_DELAY)
+
+
+def run(provider, config, once, stop, poll=1.0):
+    """Deliver batches until ``stop`` (a ``threading.Event``) is set; return a ``Counter`` of outcomes.
+
+    ``once``: until nothing is pending, waiting out retries. Delivered events past
+    ``USAGE_RETENTION_DAYS`` are pruned at the start and hourly. A database or provider error ends a
+    ``once`` run; a long-running worker logs it and tries again after ``poll`` seconds.
+    """
+    totals, pacer, pruned_at = Counter(), Pacer(config["USAGE_DELIVERY_RATE"]), None
+    while not stop.is_set():
+        if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY:
+            prune(config["USAGE_RETENTION_DAYS"])
+            db.session.commit()
+            pruned_at = time.monotonic()
+        try:
+            outcomes = deliver_batch(provider, pacer)
+        except (SQLAlchemyError, AppError):
+            db.session.rollback()
+            if once:
+                raise
+            logger.exception("usage delivery: error; trying again in %s s", poll)
+            outcomes = None
+        totals.update(outcomes or {})
+        if not outcomes:
+            wait = _idle_wait(once, poll)
+            if wait is None:
+                break
+            stop.wait(wait)
+    return totals

@@ -1,0 +1,127 @@
+"""Service keys: the credential of the client app's own servers, for usage reports (CONTRACT "Usage-based billing").
+
+A credential kind of its own, never a user's token: a user could lower their own bill. Its plain
+text is ``<id>|svc_<secret>`` (the secret 43 URL-safe characters, 256 bits from ``secrets``), shown
+once by ``flask create-service-key``; only the SHA-256 hex digest is stored, looked up by id and
+compared in constant time, as access tokens are (``app.auth.tokens``). The ``svc_`` prefix tells a
+service key from a user's token, so that a user's valid token on a service endpoint is answered
+``403 insufficient_scope`` rather than ``401``. Functions here never commit.
+"""
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+from functools import wraps
+
+from flask import g, request
+from flask_smorest import Blueprint
+from sqlalchemy import select, update
+
+from app.auth import tokens
+from app.errors import InsufficientScope, NotFound, TokenReused, Unauthenticated
+from app.extensions import db
+from app.models import ServiceKey
+from app.timeutil import utcnow
+
+PREFIX = "svc_"
+# What a service key may do; the only ability so far.
+SERVICE_ABILITIES = {"usage:write": "POST /usage/events"}
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+SERVICE_SECURITY = [{"serviceKey": []}]
+
+
+def _digest(secret):
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create(name, abilities=("usage:write",)):
+    """Create a key; return ``(key, plain_text)``. Raises ``ValueError`` for an unknown ability or empty name."""
+    unknown = sorted(set(abilities) - set(SERVICE_ABILITIES))
+    if unknown:
+        raise ValueError(f"unknown ability {unknown[0]!r}; service keys may have: {', '.join(SERVICE_ABILITIES)}")
+    if not name.strip():
+        raise ValueError("the name must not be empty")
+    secret = PREFIX + secrets.token_urlsafe(32)
+    key = ServiceKey(name=name.strip()[:255], token=_digest(secret), abilities=list(abilities), created_at=utcnow())
+    db.session.add(key)
+    db.session.flush()
+    return key, f"{key.id}|{secret}"
+
+
+def listed():
+    """Every key, oldest first."""
+    return db.session.scalars(select(ServiceKey).order_by(ServiceKey.id)).all()
+
+
+def revoke(key_id):
+    """Revoke key ``key_id``; return it. Raises ``NotFound``; revoking twice keeps the first time."""
+    key = db.session.get(ServiceKey, key_id)
+    if key is None:
+        raise NotFound(f"no service key {key_id}")
+    key.revoked_at = key.revoked_at or utcnow()
+    return key
+
+
+def is_service_key(plain_text):
+    return plain_text.partition("|")[2].startswith(PREFIX)
+
+
+def authenticate(plain_text):
+    """Return the live key ``plain_text`` names; raise ``Unauthenticated`` for anything else."""
+    key_id, _, secret = plain_text.partition("|")
+    if not (key_id.isascii() and key_id.isdigit() and len(key_id) <= 18):
+        raise Unauthenticated.invalid_token("malformed service key")
+    key = db.session.get(ServiceKey, int(key_id))
+    if key is None or key.revoked_at is not None or not hmac.compare_digest(key.token, _digest(secret)):
+        raise Unauthenticated.invalid_token("unknown or revoked service key")
+    return key
+
+
+def _touch(key):
+    now = utcnow()
+    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
+        db.session.execute(update(ServiceKey).where(ServiceKey.id == key.id).values(last_used_at=now))
+
+
+def _credential():
+    scheme, _, credential = request.headers.get("Authorization", "").strip().partition(" ")
+    if not scheme:
+        raise Unauthenticated.missing_token()
+    if scheme.lower() != "bearer" or not credential.strip():
+        raise Unauthenticated.invalid_token("expected 'Authorization: Bearer <service key>'")
+    return credential.strip()
+
+
+def _user_token(credential):
+    """Authenticate a user's token as ``auth_required`` does (a replayed rotated-out one revokes its family)."""
+    try:
+        tokens.authenticate(credential)
+    except TokenReused:
+        db.session.commit()  # the family's revocation stands although this request fails
+        raise
+
+
+def service_key_required(ability):
+    """Require a live service key with ``ability``; ``g.service_key`` is set for the view.
+
+    A user's valid token is ``403 insufficient_scope`` (it can never have a service ability); an
+    unknown, malformed or revoked credential is ``401``.
+    """
+    def decorator(view):
+        @wraps(view)
+        def wrapper(*args, **kwargs):
+            credential = _credential()
+            if not is_service_key(credential):
+                _user_token(credential)  # 401 unless it is a valid token...
+                raise InsufficientScope.for_ability(ability)  # ...which may never report usage
+            key = authenticate(credential)
+            if ability not in key.abilities:
+                raise InsufficientScope.for_ability(ability)
+            _touch(key)
+            g.service_key = key
+            return view(*args, **kwargs)
+
+        return Blueprint.doc(security=SERVICE_SECURITY, **{"x-abilities": [ability]},
+                             responses={"401": "UNAUTHORIZED", "403": "FORBIDDEN"})(wrapper)
+
+    return decorator
