@@ -195,6 +195,7 @@ ENDPOINT_ABILITIES = {
     ("/organizations/{organization_id}/invitations/{invitation_id}", "delete"): "organizations:write",
     ("/organizations/invitations/accept", "post"): "organizations:write",
     ("/usage", "get"): "subscription:read",
+    ("/organizations/{organization_id}/usage", "get"): "subscription:read",
 }
 # An organisation's billing: the same endpoints and abilities under its prefix (all but quantity).
 ORGANIZATION_BILLING = "/organizations/{organization_id}"

@@ -240,3 +240,27 @@ def test_the_renewal_invoice_on_a_test_clock_bills_exactly_the_usage_reported(ap
     usage = [line for line in invoice.lines.data if line.pricing.price_details.price == metered.id]
     assert [(line.quantity, line.amount) for line in usage] == [(sum(values), sum(values) * 2)]
     assert invoice.amount_due == 1000 + sum(values) * 2
+
+
+def test_an_organisations_usage_is_its_own_customers_and_for_its_managers(app, client, runner, key, meter,
+                                                                         stripe_client):
+    from app.models import Organization
+    from tests.test_organizations import team as make_team
+
+    people = make_team.__wrapped__(app, client)
+    customer = stripe_client.v1.customers.create(params={"email": "billing@acme.example"}).id
+    with app.app_context():
+        db.session.get(Organization, people["org"]).provider_id = customer
+        db.session.commit()
+    org_event = {"identifier": "o1", "event_name": "tokens", "customer": {"organization": people["org"]}, "value": 9}
+    assert client.post("/usage/events", json={"events": [org_event]}, headers=key).status_code == 202
+    runner.invoke(args=["deliver-usage", "--once"])
+    assert summed(stripe_client, meter, customer) == 9, "reported to the organisation's own customer"
+    now = int(time.time())
+    query = {"start": now - now % 60 - 3600, "end": now - now % 60 + 3600}
+    read = client.get(f"/organizations/{people['org']}/usage", query_string=query, headers=people["bob"])
+    assert read.status_code == 200 and read.json["data"][0]["value"] == 9, read.json
+    member = client.get(f"/organizations/{people['org']}/usage", query_string=query, headers=people["cy"])
+    assert member.status_code == 403 and member.json["error"]["code"] == "forbidden"
+    outsider = bearer(login(client, email="ada@example.com"))
+    assert client.get("/organizations/org_nope/usage", headers=outsider).status_code == 404

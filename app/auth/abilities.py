@@ -10,7 +10,7 @@ ABILITIES = {
     "profile:read": "GET /auth/me",
     "subscription:read": "GET /subscription, GET /subscription/swap/preview, GET /subscription/invoices, "
                          "GET /subscription/invoices/upcoming, GET /subscription/billing-details (each also under "
-                         "/organizations/{organization_id}), GET /usage",
+                         "/organizations/{organization_id}), GET /usage (also /organizations/{organization_id}/usage)",
     "subscription:write": "POST /subscription/intent, POST /subscription/portal, POST /subscription/swap, "
                           "POST /subscription/cancel, POST /subscription/resume, POST /subscription/quantity, "
                           "POST /subscription/payment-method, POST /subscription/checkout, "
