@@ -48,13 +48,10 @@ class SubscriptionProvider(MeterContract):
         """Create a subscription awaiting payment, with an item for ``price`` (``quantity`` seats, ``None``:
         Stripe's 1) and one (no quantity) per metered price id of ``metered``; ``latest_invoice.confirmation_secret``
         and ``pending_setup_intent`` expanded; discounted by the promotion code id ``promotion_code``;
-        taxed by Stripe Tax with ``automatic_tax``.
-
-        Uses ``payment_behavior=default_incomplete`` and
-        ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT). With
-        ``trial_days`` (> 0) it is a free trial (``trialing``) whose ``pending_setup_intent``
-        collects the card, and which pauses at the trial's end when no card came
-        (``trial_settings.end_behavior.missing_payment_method=pause``).
+        taxed by Stripe Tax with ``automatic_tax``. ``payment_behavior=default_incomplete`` and
+        ``payment_settings.save_default_payment_method=on_subscription`` (CONTRACT). With ``trial_days``
+        (> 0) a free trial (``trialing``) whose ``pending_setup_intent`` collects the card, and which
+        pauses at the trial's end when no card came (``trial_settings.end_behavior.missing_payment_method=pause``).
         """
 
     @abstractmethod
@@ -232,11 +229,9 @@ class SubscriptionProvider(MeterContract):
         """
 
     def void_latest_invoice(self, live):
-        """Void the open ``latest_invoice`` of ``live`` (a subscription dict, ``latest_invoice`` expanded), so
-        that its PaymentIntent's client secret pays nothing once the subscription is dropped (CONTRACT
-        "Changes to the fourth round": nothing collectable after a cancel). Stripe leaves a cancelled
-        subscription's open invoice payable: cancelling only stops its automatic collection
-        (https://docs.stripe.com/api/subscriptions/cancel)."""
+        """Void the open ``latest_invoice`` of ``live`` (a subscription dict, ``latest_invoice`` expanded): its
+        client secret pays nothing once the subscription is dropped (CONTRACT "Changes to the fourth round").
+        Cancelling alone only stops automatic collection (https://docs.stripe.com/api/subscriptions/cancel)."""
         invoice = live.get("latest_invoice")
         if isinstance(invoice, dict) and invoice.get("status") == "open":
             self.void_invoice(invoice["id"])

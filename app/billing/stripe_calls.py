@@ -89,3 +89,9 @@ def requests_session(api_base):
     session.trust_env = False
     session.proxies.update(requests.utils.get_environ_proxies(api_base))
     return session
+
+
+def signed_at(signature_header):
+    """The header's first ``t=`` as an int, read as the SDK reads it (it verified the header, so there is one)."""
+    items = [item.split("=", 2) for item in signature_header.split(",")]
+    return int(next(item[1] for item in items if item[0] == "t"))

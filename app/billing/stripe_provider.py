@@ -28,7 +28,7 @@ from app.billing import sync
 from app.billing.objects import CHECKOUT_ORIGIN
 from app.billing.provider import SubscriptionProvider
 from app.billing.provider_errors import ChangeDeclined
-from app.billing.stripe_calls import client_values_refused, one_line, provider_call, requests_session
+from app.billing.stripe_calls import client_values_refused, one_line, provider_call, requests_session, signed_at
 from app.billing.stripe_customers import CustomerCalls
 from app.billing.stripe_meters import MeterCalls
 from app.errors import InvalidJson, InvalidSignature, UnknownPrice
@@ -38,12 +38,6 @@ log = logging.getLogger(__name__)
 # The client secrets a client confirms: the first invoice's payment, or a trial's SetupIntent.
 # Its discounts with their coupons: the row shows them (CONTRACT "Selling": Subscription ``discount``).
 SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret", "pending_setup_intent", "discounts.source.coupon"]
-
-
-def _signed_at(signature_header):
-    """The header's first ``t=`` as an int, read as the SDK reads it (it verified the header, so there is one)."""
-    items = [item.split("=", 2) for item in signature_header.split(",")]
-    return int(next(item[1] for item in items if item[0] == "t"))
 
 
 class StripeProvider(CustomerCalls, MeterCalls, SubscriptionProvider):
@@ -83,7 +77,7 @@ class StripeProvider(CustomerCalls, MeterCalls, SubscriptionProvider):
                 continue
         else:
             raise InvalidSignature()
-        age = int(time.time()) - _signed_at(signature_header)
+        age = int(time.time()) - signed_at(signature_header)
         if age > tolerance:
             raise InvalidSignature()
         if -age > tolerance:

@@ -8,7 +8,7 @@ from flask.cli import with_appcontext
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.cli import ServiceCommand
-from app.config import missing_secret_key
+from app.config_sections import missing_secret_key
 from app.extensions import db
 from app.notifications import outbox
 from app.notifications.channels import ChannelUnusable, configured_channels
