@@ -6,7 +6,7 @@ from app.auth.bearer import ability_required, auth_required
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.organizations import access
-from app.usage import keys, reading, service
+from app.usage import customers, keys, reading, service
 from app.usage.schemas import AcceptedSchema, UsageBatchSchema, UsageQuerySchema, UsageSchema
 
 blp = Blueprint("usage", __name__, description="Usage-based billing: reports from the app's servers, usage read back")
@@ -41,7 +41,8 @@ def report(body):
 def show(query):
     """The caller's usage in ``start``-``end`` (default its current period): Stripe's meter event summaries
     plus what is accepted here and not yet delivered (``pending``). Eventually consistent."""
-    return _usage_of(g.current_user, query)
+    user = g.current_user  # the bearer path's snapshot: its customer id is read here
+    return _usage_of(customers.of_user(user.id), user.subscriptions, query)
 
 
 @blp.route("/organizations/<string:organization_id>/usage", methods=["GET"])
@@ -54,13 +55,16 @@ def show(query):
 def show_organization(query, organization_id):
     """The organisation's usage, as ``GET /usage``: owner and admins only (a member: ``403 forbidden``,
     anyone else: ``404``)."""
-    return _usage_of(access.manager(organization_id, g.current_user).organization, query)
+    organization = access.manager(organization_id, g.current_user).organization
+    return _usage_of(organization.provider_id, organization.subscriptions, query)
 
 
-def _usage_of(billable, query):
+def _usage_of(customer_id, subscriptions, query):
+    """Stripe's summaries for ``customer_id`` in the query's window, by default the current period of the
+    newest unended of ``subscriptions``."""
     start, end = query["start"], query["end"]
     if start is None or end is None:
-        live = [s for s in billable.subscriptions if s.ends_at is None]
+        live = [s for s in subscriptions if s.ends_at is None]
         period = reading.default_period(live[-1].provider_id if live else None)
         start, end = start if start is not None else period[0], end if end is not None else period[1]
-    return reading.usage(billable.provider_id, start, max(end, start + 60))
+    return reading.usage(customer_id, start, max(end, start + 60))
