@@ -175,6 +175,8 @@ def test_usage_reads_stripes_summaries_and_what_is_pending(app, client, runner, 
     assert after["start"] <= now < after["end"], "the current calendar month without a subscription"
     bad = client.get("/usage", query_string={"start": 61, "end": 120}, headers=headers)
     assert bad.status_code == 422 and "start" in bad.json["error"]["details"]
+    misspelt = client.get("/usage", query_string={"from": 60}, headers=headers)
+    assert misspelt.status_code == 422 and list(misspelt.json["error"]["details"]) == ["from"]
 
 
 def fresh_login(app, user_id):

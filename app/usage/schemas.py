@@ -2,7 +2,7 @@
 import re
 import time
 
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import Schema, ValidationError, fields, pre_load, validate, validates_schema
 
 # Stripe's window for a meter event's timestamp: the past 35 calendar days, at most 5 minutes ahead
 # (https://docs.stripe.com/api/billing/meter-event/create).
@@ -85,6 +85,15 @@ class UsageQuerySchema(Schema):
     end = fields.Integer(load_default=None, validate=validate.Range(min=0, max=2**40), metadata={
         "multipleOf": 60, "description": "Unix seconds, minute-aligned; default the current period's end; at most "
                                          "start is read as one minute after it"})
+
+    @pre_load
+    def refuse_unknown(self, data, **kwargs):
+        # The document says no other parameter (additionalProperties: false): a misspelt one is a 422,
+        # not a silently different window.
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise ValidationError({name: ["Unknown field."] for name in unknown})
+        return data
 
     @validates_schema
     def aligned(self, data, **kwargs):
