@@ -72,3 +72,31 @@ def test_checkout_adds_the_plans_metered_prices(flow):
     subscription = flow.client.get("/subscription", headers=flow.headers).json["subscription"]
     assert item_prices(flow, subscription["id"]) == sorted([flow.prices["pro"], flow.prices["pro_usage"]])
     assert stored(flow, subscription["id"])[:2] == (flow.prices["pro"], 1)
+
+
+def test_an_organizations_seats_follow_members_beside_the_plans_metered_item(flow):
+    from tests.test_organization_billing import Team
+
+    team = Team(flow)
+    subscription_id = team.subscribe()
+    assert item_prices(flow, subscription_id) == sorted([flow.prices["basic"], flow.prices["basic_usage"]])
+
+    def seats():
+        items = flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data
+        return {item.price.id: item.to_dict().get("quantity") for item in items}
+
+    team.join("bob")
+    team.join("cy")
+    assert seats() == {flow.prices["basic"]: 3, flow.prices["basic_usage"]: None} and team.members() == 3
+    cy_id = team.client.get("/auth/me", headers=team.headers["cy"]).json["id"]
+    assert team.client.delete(f"{team.base}/members/{cy_id}", headers=team.headers["cy"]).status_code == 204
+    assert seats() == {flow.prices["basic"]: 2, flow.prices["basic_usage"]: None}
+
+    licensed = next(i for i in flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data
+                    if i.price.id == flow.prices["basic"])
+    flow.stripe.v1.subscriptions.update(subscription_id, params={
+        "items": [{"id": licensed.id, "quantity": 5}], "proration_behavior": "none"})
+    flow.deliver()
+    fixed = team.app.test_cli_runner().invoke(args=["reconcile"])
+    assert f"{team.org} (Acme): seats 5 -> 2" in fixed.output, fixed.output
+    assert seats() == {flow.prices["basic"]: 2, flow.prices["basic_usage"]: None}

@@ -15,6 +15,7 @@ from app.billing.reconcile import DryRunProvider
 from app.billing.statuses import LIVE_STATUSES
 from app.extensions import db
 from app.models import Organization
+from app.subscription import current
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,12 @@ def _reconcile(provider, organization, dry_run):
     provider.sync(organization)
     subscription = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
     members = organization.seat_count()
-    if subscription is None or len(subscription.items) != 1 or subscription.quantity in (None, members):
+    items = current.licensed(subscription) if subscription is not None else []
+    if len(items) != 1 or subscription.quantity in (None, members):
         return None
     drift = SeatDrift(organization.id, organization.name, subscription.quantity, members)
     if not dry_run:
-        item = subscription.items[0]
+        item = items[0]
         live = provider.update_subscription(
             subscription.provider_id, {"items": [{"id": item.provider_id, "quantity": members}],
                                        "proration_behavior": "none"},
