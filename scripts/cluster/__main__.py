@@ -1,6 +1,8 @@
 """``python -m scripts.cluster [--loopback]``: one cluster run; prints its table; exit status 1 on any failed
 check. ``--loopback`` uses the fallback of a sandbox that refuses ``ip netns`` (two loopback addresses)."""
 import argparse
+import contextlib
+import os
 import sys
 import tempfile
 import threading
@@ -21,9 +23,14 @@ def table(rows, mode, seconds):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m scripts.cluster", description=__doc__.split("\n")[0])
     parser.add_argument("--loopback", action="store_true", help="two loopback addresses, not network namespaces")
+    parser.add_argument("--keep", metavar="DIR", help="keep the hosts' logs in DIR "
+                        "(made if missing) instead of a temporary folder")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="subs-cluster-") as workdir:
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    with contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory(prefix="subs-cluster-") \
+            as workdir:
         run = Run(workdir, args.loopback)
         try:
             run.start()
@@ -35,7 +42,9 @@ def main(argv=None):
             following = threading.Event()
             threading.Thread(target=run._follow_deliveries, args=(following,), daemon=True).start()
             phases.subscribe_accounts(run)
-            log(f"{len(run.accounts)} accounts subscribed; load for {phases.LOAD_SECONDS} s")
+            phases.organize(run)
+            log(f"{len(run.accounts)} accounts and {len(run.teams)} organisations subscribed; load for "
+                f"{phases.LOAD_SECONDS} s")
             phases.load(run)
             phases.limits(run)
             phases.drain(run)

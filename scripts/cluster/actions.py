@@ -1,11 +1,11 @@
-"""What the cluster's clients do, as a list that grows with the service (``ACTIONS``).
+"""What the cluster's subscribed accounts do, as a list that grows with the service (``ACTIONS``).
 
 Each action is ``action(ctx, account, host)``: one step of one account against one host (a
 ``Host``'s base URL), recording every HTTP answer through ``ctx.call``. The load phase runs them in
-turn for every account, alternating hosts, so each account's steps go to both. Organisations
-(issue 33: create, invite, accept, with the seat count following the members) and usage (issue
-34: ``POST /usage/events`` with a service key, delivered by ``flask deliver-usage``) add their
-actions here and their end checks in ``checks.CHECKS``.
+turn for every account, alternating hosts, so each account's steps go to both. The other clients of
+the load are the organisations' (``scripts.cluster.teams.step``: invite, accept, leave) and the
+backend reporting usage (``scripts.cluster.usage.Reporter``); their end checks are in
+``scripts.cluster.checks_billables``.
 """
 import uuid
 from dataclasses import dataclass, field
@@ -15,9 +15,10 @@ PASSWORD = "cluster password 123"
 
 @dataclass
 class Account:
-    """A registered user: its email, current access token and Stripe price (``plan``)."""
+    """A registered user: its email, current access token, Stripe price (``plan``) and user id."""
 
     email: str
+    id: int = 0
     token: str = ""
     price: str = ""
     refreshes: int = 0

@@ -1,18 +1,19 @@
 """The end checks of a cluster run: each returns ``(measure, value, expected, ok)`` rows of the table.
 
-They read the shared database and the emulator (the provider's truth) after the webhooks and the
-notification outbox have drained. Organisations (issue 33: every organisation's quantity equals
-its members) and usage (issue 34: every accepted meter event delivered to Stripe exactly once)
-add their checks to ``CHECKS`` with their actions.
+They read the shared database and the emulator (the provider's truth) after the webhooks, the
+notification outbox and the usage ledger have drained. The organisations' checks (every
+organisation's quantity equals its members) and usage's (every accepted meter event delivered to
+Stripe exactly once) are in ``checks_billables``; ``CHECKS`` runs them all.
 """
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from app.models import Notification, NotificationDelivery, Subscription, User, WebhookEvent
+from app.models import Notification, NotificationDelivery, Subscription, SubscriptionItem, User, WebhookEvent
 from app.models.delivery import DEAD, DELIVERED, PENDING
 from app.notifications.kinds import ACCOUNT_EMAILS
+from scripts.cluster.checks_billables import licensed_item, organizations, usage
 
 
 def events(run):
@@ -32,18 +33,31 @@ def events(run):
 
 
 def subscriptions(run):
-    """Every subscription row equals the emulator's subscription (status, price, cancel at period end)."""
+    """Every subscription row equals the emulator's subscription (status, licensed price and quantity, cancel
+    at period end, its items' prices); every subscription's metered item is its plan's."""
     with run.db.engine.connect() as conn:
-        rows = conn.execute(select(Subscription.provider_id, Subscription.provider_status, Subscription.provider_price,
+        rows = conn.execute(select(Subscription.id, Subscription.provider_id, Subscription.provider_status,
+                                   Subscription.provider_price, Subscription.quantity,
                                    Subscription.cancel_at_period_end)).all()
-    diverged = []
-    for provider_id, status, price, cancelling in rows:
+        items = defaultdict(list)
+        for subscription, price in conn.execute(select(SubscriptionItem.subscription_id,
+                                                       SubscriptionItem.provider_price)):
+            items[subscription].append(price)
+    plans = {price: plan for plan, price in run.prices.items()}
+    diverged, other_plan = [], []
+    for row_id, provider_id, status, price, quantity, cancelling in rows:
         live = run.stripe.v1.subscriptions.retrieve(provider_id)
-        stored = (status, price, cancelling)
-        if (live.status, live["items"].data[0].price.id, bool(live.cancel_at_period_end)) != stored:
+        licensed = licensed_item(live)
+        prices = sorted(item.price.id for item in live["items"].data)
+        if (live.status, licensed.price.id, licensed.quantity, bool(live.cancel_at_period_end), prices) != (
+                status, price, quantity, cancelling, sorted(items[row_id])):
             diverged.append(provider_id)
-    return [("subscriptions diverged from the emulator's", f"{len(diverged)} of {len(rows)}", "0",
-             not diverged and len(rows) == len(run.accounts))]
+        if [p for p in prices if p != licensed.price.id] != [run.metered[plans[licensed.price.id]]]:
+            other_plan.append(provider_id)
+    expected = len(run.accounts) + len(run.teams)
+    return [("subscriptions diverged from the emulator's (users' and organisations')",
+             f"{len(diverged)} of {len(rows)}", "0", not diverged and len(rows) == expected),
+            ("subscriptions whose metered item is not their plan's", str(len(other_plan)), "0", not other_plan)]
 
 
 def notifications(run):
@@ -76,7 +90,7 @@ def deliveries(run):
                                    NotificationDelivery.status, NotificationDelivery.next_attempt_at)).all()
         kinds = dict(conn.execute(select(Notification.id, Notification.kind)).all())
     leased_until = datetime.now(UTC) + timedelta(seconds=60)
-    held = [r for r in rows if r.status == PENDING and r.next_attempt_at > leased_until]
+    waiting = [r for r in rows if r.status == PENDING and r.next_attempt_at > leased_until]
     per_channel = Counter((r.notification_id, r.channel) for r in rows)
     # An account email (the verification link) goes by email alone; every other kind on both channels.
     missing = [(n, c) for n, kind in kinds.items() for c in (("email",) if kind in ACCOUNT_EMAILS else
@@ -89,11 +103,13 @@ def deliveries(run):
     unseen = [n for n, c in delivered if (c == "webhook" and not hooks[str(n)])
               or (c == "email" and not any(m.startswith(f"<notification.{n}@") for m in mails))]
     repeats = sum(count - 1 for count in hooks.values()) + sum(count - 1 for count in mails.values())
-    return [("deliveries lost (missing, dead, or delivered but not received)",
-             f"{len(missing) + len(dead) + len(unseen)} of {len(rows):,}", "0", not (missing or dead or unseen)),
+    return [("deliveries lost (missing, dead, waiting, or delivered but not received)",
+             f"{len(missing) + len(dead) + len(waiting) + len(unseen)} of {len(rows):,}", "0",
+             not (missing or dead or waiting or unseen)),
             ("deliveries doubled (two rows for one notification and channel)", str(len(doubled)), "0",
              not doubled),
-            ("deliveries held by a killed worker's lease (sent when it ends)", str(len(held)), "any (not lost)", True),
+            ("deliveries held by the killed worker's lease (lease ended early, then sent)",
+             str(run.held.get("notifications", 0)), "any", True),
             ("repeats of one delivery id at the sinks (at least once)", str(repeats), "any", True)]
 
 
@@ -121,7 +137,7 @@ def server_errors(run):
             ("5xx or refused inside the kill window", str(len(inside)), "any", True)]
 
 
-CHECKS = [events, subscriptions, notifications, deliveries, accounts_and_limits, server_errors]
+CHECKS = [events, subscriptions, notifications, deliveries, organizations, usage, accounts_and_limits, server_errors]
 
 
 def users_without_subscription(run):

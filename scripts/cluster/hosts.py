@@ -1,10 +1,10 @@
-"""One service host: ``gunicorn -c gunicorn.conf.py -w 2`` and the notification worker, one process group.
+"""One service host: ``gunicorn -c gunicorn.conf.py -w 2``, the notification worker and the usage
+worker, one process group.
 
 A host is what docs/operating.md "Scaling out" puts on each machine behind the load balancer.
 Its processes share a process group, so ``kill()`` takes the whole host down at once with
 SIGKILL (a power cut, an OOM kill of the container), mid-request and mid-delivery; ``start()``
-brings it back with the same command lines. Usage's ``flask deliver-usage`` worker (issue 34)
-joins ``WORKERS`` once that command exists.
+brings it back with the same command lines.
 """
 import os
 import signal
@@ -17,8 +17,8 @@ import requests
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PORT = 8000
-# Each host's long-running commands besides gunicorn (issue 34 adds ["deliver-usage"] here).
-WORKERS = [["deliver-notifications"]]
+# Each host's long-running commands besides gunicorn: the notification outbox's and the usage ledger's workers.
+WORKERS = [["deliver-notifications"], ["deliver-usage"]]
 
 
 class Host:

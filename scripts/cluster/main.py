@@ -14,6 +14,7 @@ from scripts.bench.database import Database
 from scripts.bench.webhook_load import RemoteEmulator
 from scripts.cluster.hosts import PORT, REPO, Host
 from scripts.cluster.network import Forwarder, Network
+from scripts.cluster.usage import metered_prices, service_key
 from tests.ports import free_port
 from tests.receivers import HttpReceiver, SmtpSink
 from tests.redis_server import RedisServer
@@ -44,6 +45,11 @@ class Run:
         self.loopback = loopback
         self.workdir, self.calls, self.kill_window, self.delivery_log = workdir, [], None, {}
         self.lock, self.limits, self.accounts = threading.Lock(), {}, []
+        # The organisations (``teams.Team``), the usage backend (``usage.Reporter``), the Message-IDs of
+        # the mails read, the rows the killed host's workers held (``phases.end_killed_leases``).
+        self.teams, self.reporter, self.seen_mail, self.held = [], None, set(), {}
+        # Unix seconds at the start (usage's summaries begin there); when host A was killed (aware UTC).
+        self.started_wall, self.killed_at = int(time.time()), None
 
     # -- the clients' record ----------------------------------------------------------------
     def call(self, name, host, method, path, **kwargs):
@@ -76,10 +82,11 @@ class Run:
         self.redis = RedisServer().start()
         self.smtp, self.receiver = SmtpSink().start(), HttpReceiver().start()
         emulator_port = free_port()
+        # No --state-file: the emulator is not restarted in a run, and saving its whole state (megabytes by
+        # the end) after every POST, a meter event each, made it the bottleneck (read timeouts at the hosts).
         self.emulator = subprocess.Popen(
-            [sys.executable, "-m", "scripts.stripe_emulator", "--port", str(emulator_port), "--state-file",
-             os.path.join(self.workdir, "emulator.json")], cwd=REPO, env={**os.environ, "STRIPE_EMULATOR_RETRY_SCALE":
-                                                                          RETRY_SCALE}, stdout=subprocess.DEVNULL,
+            [sys.executable, "-m", "scripts.stripe_emulator", "--port", str(emulator_port)], cwd=REPO,
+            env={**os.environ, "STRIPE_EMULATOR_RETRY_SCALE": RETRY_SCALE}, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         self.emulator_url = f"http://127.0.0.1:{emulator_port}"
         self.remote = RemoteEmulator(self.emulator_url)
@@ -87,6 +94,7 @@ class Run:
         self.stripe = stripe.StripeClient("sk_test_cluster", base_addresses={"api": self.emulator_url},
                                           max_network_retries=0)
         self.prices = self.remote.prices()
+        self.metered = metered_prices(self, self.stripe.v1.prices.retrieve(self.prices["basic"]).product)
         self.balancer = Forwarder(("127.0.0.1", free_port()), [(a, PORT) for a in self.network.hosts]).start()
         endpoint = self.stripe.v1.webhook_endpoints.create(params={
             "url": f"http://127.0.0.1:{self.balancer.listen[1]}/provider/webhook",
@@ -95,6 +103,7 @@ class Run:
         env = self._env(endpoint.secret)
         subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=REPO, check=True,
                        env={**env, "DATABASE_URL": self.db.url}, capture_output=True)
+        self.service_key = service_key({**env, "DATABASE_URL": self.db.url})
         self.hosts = [Host(name, address, self.network.prefix(i), env, self.workdir)
                       for i, (name, address) in enumerate(zip("ab", self.network.hosts, strict=True))]
         for host in self.hosts:
@@ -111,13 +120,14 @@ class Run:
                 "RATELIMIT_STORAGE_URI": f"redis://{redis[0]}:{redis[1]}/0",
                 "PROVIDER_API_BASE": f"http://{emulator[0]}:{emulator[1]}", "PROVIDER_API_KEY": "sk_test_cluster",
                 "PROVIDER_WEBHOOK_SECRET": webhook_secret, "SECRET_KEY": "cluster secret key",
-                "PROVIDER_PLANS": json.dumps({self.prices["basic"]: "basic", self.prices["pro"]: "pro"}),
+                "PROVIDER_PLANS": json.dumps({**{price: plan for plan, price in self.prices.items()},
+                                              **{price: plan for plan, price in self.metered.items()}}),
                 "MAIL_SERVER": smtp[0], "MAIL_PORT": str(smtp[1]),
                 "NOTIFY_WEBHOOK_URL": f"http://{receiver[0]}:{receiver[1]}/hooks/subscriptions",
                 "NOTIFY_WEBHOOK_SECRET": NOTIFY_SECRET, "NOTIFY_RETRY_DELAY": "1",
                 "AUTH_LOGIN_RATE_LIMIT": f"{self.login_limit} per minute",
                 "PROVIDER_CALLS_RATE_LIMIT": f"{self.calls_limit} per minute",
-                "AUTH_REGISTER_RATE_LIMIT": "1000 per hour",
+                "AUTH_REGISTER_RATE_LIMIT": "1000 per hour", "ORGANIZATION_INVITATION_RATE_LIMIT": "1000 per day",
                 "PASSWORD_HASH_TIME_COST": "1", "PASSWORD_HASH_MEMORY_COST": "8192"}
 
     def stop(self):

@@ -1,14 +1,16 @@
-"""The phases of a cluster run: accounts and their subscriptions, the load with a host killed, the
-limits across both hosts, the drain of webhooks and notifications."""
+"""The phases of a cluster run: accounts and their subscriptions, the organisations, the load with a
+host killed, the limits across both hosts, the drain of webhooks, notifications and usage."""
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
-from app.models import NotificationDelivery
+from app.models import NotificationDelivery, Subscription, UsageEvent
 from app.models.delivery import PENDING
-from scripts.cluster import actions, checks
+from app.notifications import outbox
+from app.usage import delivery as usage_delivery
+from scripts.cluster import actions, checks, teams, usage
 from scripts.cluster.main import (
     ACCOUNTS,
     DOWN_SECONDS,
@@ -29,6 +31,7 @@ def subscribe_accounts(run):
         run.call("register", host, "POST", "/auth/register",
                  json={"email": account.email, "password": actions.PASSWORD, "name": f"Cluster {index}"})
         actions.login(run, account, host)
+        account.id = run.call("me", host, "GET", "/auth/me", headers=actions.bearer(account)).json()["id"]
         intent = run.call("intent", run.other(host), "POST", "/subscription/intent", json={"price": account.price},
                           headers=actions.bearer(account))
         if intent is None or intent.status_code != 201:
@@ -39,9 +42,40 @@ def subscribe_accounts(run):
     _until(lambda: not checks.users_without_subscription(run), 60, "every subscription stored active")
 
 
+def organize(run):
+    """``teams.TEAMS`` organisations and one whose card declines: owners and invitees registered and
+    verified from their emails, each organisation subscribed per seat; wait until every one is stored
+    active; then the declined one's invitee is refused on both hosts. The usage backend's customers are
+    the subscribed accounts and the organisations."""
+    count = teams.TEAMS + 1
+    names = [(f"owner{t}@example.com", f"Owner {t}") for t in range(count)]
+    names += [(f"member{t}-{i}@example.com", f"Member {t}-{i}") for t in range(teams.TEAMS)
+              for i in range(teams.INVITEES)] + [("declined@example.com", "Declined")]
+    people = teams.people(run, names)
+    owners, invitees = people[:count], people[count:]
+    for t, owner in enumerate(owners):
+        mine = invitees[t * teams.INVITEES:(t + 1) * teams.INVITEES]
+        team = teams.Team("Declined" if t == teams.TEAMS else f"Team {t}", owner, mine)
+        teams.create(run, team, run.hosts[t % 2].url)
+        run.teams.append(team)
+
+    def stored():
+        with run.db.engine.connect() as conn:
+            return conn.scalar(select(func.count()).select_from(Subscription).where(
+                Subscription.organization_id.in_([team.org for team in run.teams]),
+                Subscription.provider_status == "active")) == len(run.teams)
+
+    _until(stored, 60, "every organisation's subscription stored active")
+    teams.decline(run, run.teams[-1], run.teams[-1].invitees[0])
+    customers = [(("user", a.id), {"user": a.id}) for a in run.accounts]
+    customers += [(("organization", team.org), {"organization": team.org}) for team in run.teams]
+    run.reporter = usage.Reporter(run, run.service_key, customers)
+
+
 def load(run):
-    """Every account runs ``actions.ACTIONS`` in turn, alternating hosts, for ``LOAD_SECONDS``; host A's
-    process group is killed with SIGKILL after ``KILL_AFTER_SECONDS`` and started again."""
+    """For ``LOAD_SECONDS`` every account runs ``actions.ACTIONS`` in turn, every organisation but the
+    declined one ``teams.step``, and the backend reports usage, all alternating hosts; host A's process
+    group is killed with SIGKILL after ``KILL_AFTER_SECONDS`` and started again."""
     stop = threading.Event()
 
     def client(offset, account):
@@ -52,7 +86,24 @@ def load(run):
             step += 1
             stop.wait(0.2)
 
+    def team_client(offset, team):
+        step = 0
+        while not stop.is_set():
+            teams.step(run, team, run.hosts[(step + offset) % 2].url)
+            step += 1
+            stop.wait(0.3)
+
+    def backend():
+        step = 0
+        while not stop.is_set():
+            run.reporter.report(run.hosts[step % 2].url)
+            step += 1
+            stop.wait(usage.BATCH_PAUSE)
+
     threads = [threading.Thread(target=client, args=(i, a), daemon=True) for i, a in enumerate(run.accounts)]
+    threads += [threading.Thread(target=team_client, args=(i, team), daemon=True)
+                for i, team in enumerate(run.teams[:teams.TEAMS])]
+    threads.append(threading.Thread(target=backend, daemon=True))
     for thread in threads:
         thread.start()
     time.sleep(KILL_AFTER_SECONDS)
@@ -60,6 +111,7 @@ def load(run):
     run.kill_window = [time.monotonic(), None]
     log(f"SIGKILL to host {victim.name}'s process group")
     victim.kill()
+    run.killed_at = datetime.now(UTC)
     time.sleep(DOWN_SECONDS)
     victim.start()
     log(f"host {victim.name} answers again")
@@ -91,21 +143,45 @@ def limits(run):
 
 
 def drain(run):
-    """Wait until the emulator has no delivery left to try and the outbox nothing due (a row leased by a
-    killed worker waits for its lease, which the table counts)."""
+    """Wait until the emulator has no delivery left to try, and the outbox and the usage ledger nothing
+    due; then end the leases the killed host's workers held (``end_killed_leases``) and wait again."""
     def webhooks_done():
         state = run.poll_deliveries()
         return not state["queue"] and not state["held"]
 
     _until(webhooks_done, DRAIN_SECONDS, "the emulator's webhook queue empty")
 
-    def outbox_done():
+    def nothing_due():
         soon = datetime.now(UTC) + timedelta(seconds=60)
         with run.db.engine.connect() as conn:
-            return not conn.scalar(select(func.count()).select_from(NotificationDelivery).where(
-                NotificationDelivery.status == PENDING, NotificationDelivery.next_attempt_at <= soon))
+            return not any(conn.scalar(select(func.count()).select_from(table).where(
+                table.status == PENDING, table.next_attempt_at <= soon)) for table in (NotificationDelivery,
+                                                                                         UsageEvent))
 
-    _until(outbox_done, DRAIN_SECONDS, "the notification outbox drained")
+    _until(nothing_due, DRAIN_SECONDS, "the notification outbox and the usage ledger drained")
+    if end_killed_leases(run):
+        log(f"leases the killed host's workers held, ended early: {run.held}")
+        _until(nothing_due, DRAIN_SECONDS, "the rows the killed host held sent")
+
+
+def end_killed_leases(run):
+    """Make the rows that host A's workers had claimed when they were killed due now; return how many.
+
+    Such a row stays ``pending`` until its lease (``LEASE``, 10 minutes) ends, then any worker sends it
+    again: what a longer run would see, brought forward so the checks can count it sent. A lease taken
+    before the kill ends at or before ``killed_at + LEASE``; a row waiting out a retry is due within
+    5 minutes (Stripe's and the outbox's back-offs here are shorter); the live workers hold nothing
+    once the queues are drained.
+    """
+    now = datetime.now(UTC)
+    for name, table, lease in (("notifications", NotificationDelivery, outbox.LEASE),
+                               ("usage", UsageEvent, usage_delivery.LEASE)):
+        with run.db.engine.begin() as conn:
+            run.held[name] = conn.execute(update(table).where(
+                table.status == PENDING, table.next_attempt_at > now + timedelta(minutes=5),
+                table.next_attempt_at <= run.killed_at + lease + timedelta(seconds=1))
+                .values(next_attempt_at=now)).rowcount
+    return sum(run.held.values())
 
 
 def _until(condition, seconds, what):
