@@ -1,4 +1,5 @@
 """``make test-cluster``: the run, its phases and its table (see ``scripts.cluster``)."""
+import http.client
 import json
 import os
 import subprocess
@@ -155,7 +156,11 @@ class Run:
 
     def _follow_deliveries(self, stop):
         while not stop.wait(1):
-            self.poll_deliveries()
+            try:
+                self.poll_deliveries()
+            except (OSError, http.client.HTTPException):
+                # A busy emulator may reset the connection (seen once): the next poll reads what this one missed.
+                continue
 
 
 def _wait_http(url, seconds=30):

@@ -72,7 +72,7 @@ class Reporter:
     def __init__(self, run, key, customers):
         self.run, self.headers, self.customers = run, {"Authorization": f"Bearer {key}"}, customers
         self.values, self.answers, self.retries, self.problems = {}, Counter(), Counter(), []
-        self.count, self.lock, self.random = 0, threading.Lock(), random.Random(35)
+        self.count, self.lock, self.random = 0, threading.Lock(), random.Random()
 
     def batch(self):
         with self.lock:
