@@ -27,6 +27,8 @@ DOWN_SECONDS = 3
 # After the killed host answers again: requests that started before it was healthy may end now.
 KILL_GRACE_SECONDS = 2
 DRAIN_SECONDS = 120
+# How long a client sends one request again (to the other host) before it gives up.
+SETTLE_SECONDS = 30
 # Stripe's retry schedule (a minute to a day) compressed 1000 times: 0.06 s, 0.3 s, 1.8 s, 3.6 s, ...
 RETRY_SCALE = "0.001"
 NOTIFY_SECRET = "whsec_" + "Y2x1c3Rlci10ZXN0LW5vdGlmaWNhdGlvbi1zZWNyZXQ="
@@ -65,6 +67,19 @@ class Run:
                                "status": answer.status_code if answer is not None else None,
                                "failed": answer is None or answer.status_code >= 500})
         return answer
+
+    def settled(self, name, host, method, path, **kwargs):
+        """``call`` until a host answers below 500, the other host after each refusal or 5xx; that answer,
+        or ``None`` after ``SETTLE_SECONDS``: what a client does when the host it asked died."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while True:
+            answer = self.call(name, host, method, path, **kwargs)
+            if answer is not None and answer.status_code < 500:
+                return answer
+            if time.monotonic() > deadline:
+                return None
+            host = self.other(host)
+            time.sleep(0.2)
 
     def other(self, host):
         return next(h.url for h in self.hosts if h.url != host)

@@ -19,7 +19,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from scripts.cluster import actions
-from scripts.cluster.usage import settled
 
 TEAMS = 2
 INVITEES = 4  # per team, besides the declined team's one
@@ -98,28 +97,28 @@ def create(run, team, host):
 
 def invite(run, team, invitee, host):
     """The owner invites ``invitee`` on ``host``; the invitation's token from the email, or ``None``."""
-    answer = settled(run, "invite", host, "POST", f"/organizations/{team.org}/invitations",
-                     json={"email": invitee.email}, headers=actions.bearer(team.owner))
+    answer = run.settled("invite", host, "POST", f"/organizations/{team.org}/invitations",
+                         json={"email": invitee.email}, headers=actions.bearer(team.owner))
     # already_invited: the first answer was lost, its invitation (and email) made.
     if answer is None or not (answer.status_code == 201 or _code(answer) == "already_invited"):
         team.problems.append(f"invite {invitee.email}: {answer and answer.status_code} {answer and answer.text}")
         return None
     token = mail_token(run, invitee.email, INVITED_SUBJECT + team.name, run.seen_mail)
-    if token is None:  # its delivery is held by a killed worker's lease: take it back and invite again later
+    if token is None:  # held, most likely, by a killed worker's lease: take it back and invite again later
         team.late_mails += 1
-        listed = settled(run, "invitations", host, "GET", f"/organizations/{team.org}/invitations",
-                         headers=actions.bearer(team.owner))
+        listed = run.settled("invitations", host, "GET", f"/organizations/{team.org}/invitations",
+                             headers=actions.bearer(team.owner))
         for invitation in listed.json()["data"] if listed is not None and listed.status_code == 200 else []:
             if invitation["email"] == invitee.email:
-                settled(run, "revoke", host, "DELETE", f"/organizations/{team.org}/invitations/{invitation['id']}",
-                        headers=actions.bearer(team.owner))
+                run.settled("revoke", host, "DELETE", f"/organizations/{team.org}/invitations/{invitation['id']}",
+                            headers=actions.bearer(team.owner))
     return token
 
 
 def accept(run, team, invitee, token, host):
     """``invitee`` accepts on ``host``; the answer's status (a lost 200 reads as 200)."""
-    answer = settled(run, "accept", host, "POST", "/organizations/invitations/accept", json={"token": token},
-                     headers=actions.bearer(invitee))
+    answer = run.settled("accept", host, "POST", "/organizations/invitations/accept", json={"token": token},
+                         headers=actions.bearer(invitee))
     status = answer.status_code if answer is not None else None
     if _code(answer) == "invalid_token" and is_member(run, team, invitee, host):
         status = 200  # the first accept joined; its answer was lost with the killed host
@@ -127,7 +126,7 @@ def accept(run, team, invitee, token, host):
 
 
 def is_member(run, team, account, host):
-    answer = settled(run, "organization", host, "GET", f"/organizations/{team.org}", headers=actions.bearer(account))
+    answer = run.settled("organization", host, "GET", f"/organizations/{team.org}", headers=actions.bearer(account))
     return answer is not None and answer.status_code == 200
 
 
@@ -146,8 +145,8 @@ def join(run, team, invitee, host):
 def leave(run, team, member, host):
     """``member`` leaves, or the owner removes them, on ``host`` (in turn)."""
     by = member if team.turn % 2 else team.owner
-    answer = settled(run, "leave" if by is member else "remove", host, "DELETE",
-                     f"/organizations/{team.org}/members/{member.id}", headers=actions.bearer(by))
+    answer = run.settled("leave" if by is member else "remove", host, "DELETE",
+                         f"/organizations/{team.org}/members/{member.id}", headers=actions.bearer(by))
     # 404: the first request removed them; its answer was lost with the killed host.
     if answer is not None and (answer.status_code == 204 or (answer.status_code == 404
                                                              and not is_member(run, team, member, host))):
@@ -170,8 +169,9 @@ def step(run, team, host):
 
 def decline(run, team, invitee):
     """The declined team's card is replaced by one that fails (as in the billing portal); ``invitee``
-    accepts on host A, then on host B: both refused (402 the seat declined, then 409 while Stripe holds
-    that seat change pending, or 402 again), and nobody joins."""
+    accepts on host A, then at once on host B: both refused and nobody joins. The second is 409 once
+    the pending seat change is stored, else 402 again: the first 402 rolled its write back, so the
+    pending state comes with Stripe's webhook, and until then each accept asks Stripe again."""
     customer = run.stripe.v1.subscriptions.retrieve(team.subscription).customer
     method = run.stripe.v1.payment_methods.attach("pm_card_chargeCustomerFail", params={"customer": customer})
     run.stripe.v1.subscriptions.update(team.subscription, params={"default_payment_method": method.id})

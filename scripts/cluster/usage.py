@@ -13,7 +13,6 @@ import random
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 
 from scripts.cluster.hosts import REPO
@@ -23,7 +22,6 @@ METER_POSTS = "POST /v1/billing"
 # Events per batch (the contract allows 1 to 100) and the pause between batches, seconds.
 BATCH_SIZES = (1, 25)
 BATCH_PAUSE = 0.25
-SETTLE_SECONDS = 30
 
 
 def metered_prices(run, product):
@@ -45,20 +43,6 @@ def service_key(env):
     done = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "create-service-key", "cluster-backend"],
                           cwd=REPO, env=env, check=True, capture_output=True, text=True)
     return done.stdout.strip().splitlines()[-1]
-
-
-def settled(run, name, host, method, path, **kwargs):
-    """Send until a host answers below 500, the other host after each refusal or 5xx; that answer, or
-    ``None`` after ``SETTLE_SECONDS``. Every attempt is recorded by ``run.call``."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while True:
-        answer = run.call(name, host, method, path, **kwargs)
-        if answer is not None and answer.status_code < 500:
-            return answer
-        if time.monotonic() > deadline:
-            return None
-        host = run.other(host)
-        time.sleep(0.2)
 
 
 class Reporter:
@@ -85,15 +69,15 @@ class Reporter:
     def report(self, host):
         events = self.batch()
         body = {"events": [{k: v for k, v in event.items() if k != "_key"} for event in events]}
-        first = settled(self.run, "usage events", host, "POST", "/usage/events", json=body, headers=self.headers)
+        first = self.run.settled("usage events", host, "POST", "/usage/events", json=body, headers=self.headers)
         if first is None or first.status_code != 202:
             self.problems.append(f"batch of {len(events)}: {first and first.status_code} {first and first.text}")
             return
         with self.lock:
             self.answers.update(first.json())
             self.values.update({e["identifier"]: (e["_key"], e["value"]) for e in events})
-        again = settled(self.run, "usage events again", self.run.other(host), "POST", "/usage/events", json=body,
-                        headers=self.headers)
+        again = self.run.settled("usage events again", self.run.other(host), "POST", "/usage/events", json=body,
+                                 headers=self.headers)
         all_duplicates = again is not None and again.status_code == 202 and again.json() == {
             "accepted": 0, "duplicates": len(events)}
         with self.lock:
