@@ -107,7 +107,17 @@ PROVIDER_CALL_COSTS = {
     "subscription.put_billing_details": 2,
     "subscription.show_billing_details": 2,
     "subscription.add_tax_id": 2,
+    # the period's subscription read, the meters' list (cached), a summary per meter (one is usual)
+    "usage.show": 3,
+    "usage.show_organization": 3,
 }
+
+
+def call_cost(endpoint):
+    """The most Stripe calls a request of ``endpoint`` makes: an organisation's route of a billing view
+    (``subscription.organization_intent``, ``app.subscription.billables.register``) costs as the view."""
+    blueprint, _, name = (endpoint or "").rpartition(".")
+    return PROVIDER_CALL_COSTS.get(f"{blueprint}.{name.removeprefix('organization_')}", 1)
 
 
 def provider_calls_limited(view):
@@ -122,7 +132,7 @@ def provider_calls_limited(view):
     """
     limited = limiter.limit(lambda: current_app.config["PROVIDER_CALLS_RATE_LIMIT"],
                             key_func=lambda: str(g.current_user.id), scope=PROVIDER_CALLS_SCOPE,
-                            cost=lambda: PROVIDER_CALL_COSTS.get(request.endpoint, 1))(view)
+                            cost=lambda: call_cost(request.endpoint))(view)
     return Blueprint.doc(responses={"429": "TOO_MANY_REQUESTS"})(limited)
 
 
