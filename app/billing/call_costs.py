@@ -21,6 +21,9 @@ PROVIDER_CALL_COSTS = {
     "subscription.put_billing_details": 2,
     "subscription.show_billing_details": 2,
     "subscription.add_tax_id": 2,
+    # the period's subscription read, the meters' list (cached), a summary per meter (one is usual)
+    "usage.show": 3,
+    "usage.show_organization": 3,
 }
 
 # The dearest request: a limit below it per window would refuse every such request, so start-up refuses it.

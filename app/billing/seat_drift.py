@@ -58,11 +58,13 @@ def _reconcile(provider, organization, dry_run):
     provider.sync(organization)
     subscription = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
     members = organization.seat_count()
-    if subscription is None or len(subscription.items) != 1 or subscription.quantity in (None, members):
+    # The seats are the licensed item's: a plan's metered items (no quantity) are not seats.
+    licensed = [item for item in subscription.items if item.quantity is not None] if subscription is not None else []
+    if len(licensed) != 1 or licensed[0].quantity == members:
         return None
-    drift = SeatDrift(organization.id, organization.name, subscription.quantity, members)
+    item = licensed[0]
+    drift = SeatDrift(organization.id, organization.name, item.quantity, members)
     if not dry_run:
-        item = subscription.items[0]
         live = provider.update_subscription(
             subscription.provider_id, {"items": [{"id": item.provider_id, "quantity": members}],
                                        "proration_behavior": "none"},

@@ -57,9 +57,11 @@ def set_seats(organization, count, reason):
     either. Drifted seats are set back by ``flask reconcile`` (``billing.reconcile.reconcile_seats``).
     """
     subscription = seat_subscription(organization)
-    if subscription is None or len(subscription.items) != 1:
+    # The seats are the licensed item's: a plan's metered items (no quantity) ride along uncounted.
+    licensed = current.licensed(subscription) if subscription is not None else []
+    if len(licensed) != 1:
         return None
-    item, provider = subscription.items[0], get_provider()
+    item, provider = licensed[0], get_provider()
     if item.quantity == count:
         return subscription
     raising = count > (item.quantity or 0)
