@@ -14,6 +14,7 @@ from app.billing.call_costs import PROVIDER_CALL_COSTS
 from tests.conftest import PASSWORD
 from tests.test_billing_flow import start_flow
 from tests.test_organization_billing import Team
+from tests.test_selling import URLS, complete
 
 
 @pytest.fixture
@@ -131,3 +132,53 @@ def test_two_transfers_at_once_leave_one_owner(team):
 def test_a_member_id_past_any_database_integer_is_no_member(team, method):
     answer = getattr(team.client, method)(f"{team.base}/members/{10 ** 30}", json={"role": "admin"}, headers=team.ada)
     assert answer.status_code == 404 and answer.json["error"]["code"] == "not_found", answer.json
+
+
+def seats_of(team):
+    return team.client.get(team.base, headers=team.ada).json["seats"]
+
+
+def test_nobody_joins_while_the_organizations_checkout_is_open(team):
+    """Checkout starts the subscription at the members it was opened with: an accept meanwhile would be a
+    free seat, so it waits (409) and the invitation stays valid; after the payment, the seat is paid."""
+    opened = team.client.post(f"{team.base}/subscription/checkout", json={"price": team.flow.prices["basic"], **URLS},
+                              headers=team.ada)
+    assert opened.status_code == 201, opened.json
+    team.person("bob")
+    invitation = team.invite("bob")
+    refused = team.accept("bob", invitation)
+    assert refused.status_code == 409 and refused.json["error"]["code"] == "payment_pending", refused.json
+    assert team.members() == 1
+    complete(team.flow, opened.json["id"])
+    team.flow.deliver()
+    assert team.accept("bob", invitation).status_code == 200, "the same invitation, once the first payment cleared"
+    assert seats_of(team) == {"members": 2, "invitations": 0, "paid": 2}
+
+
+def test_nobody_joins_while_the_organizations_first_payment_is_open(team):
+    """An intent's subscription is ``incomplete`` until its first invoice is paid, at the quantity it was
+    created with; a payment that cleared before its webhook counts (the accept syncs first)."""
+    started = team.client.post(f"{team.base}/subscription/intent", json={"price": team.flow.prices["basic"]},
+                               headers=team.ada)
+    assert started.status_code == 201, started.json
+    team.person("bob")
+    invitation = team.invite("bob")
+    refused = team.accept("bob", invitation)
+    assert refused.status_code == 409 and refused.json["error"]["code"] == "payment_pending", refused.json
+    team.flow.pay(started.json["client_secret"])  # paid at Stripe; its webhooks not delivered yet
+    assert team.accept("bob", invitation).status_code == 200
+    team.flow.deliver()
+    assert seats_of(team) == {"members": 2, "invitations": 0, "paid": 2}
+    assert team.stripe_quantity(started.json["subscription"]["id"]) == 2
+
+
+def test_an_abandoned_checkout_stops_holding_invitations_back_once_stripe_expires_it(team):
+    opened = team.client.post(f"{team.base}/subscription/checkout", json={"price": team.flow.prices["basic"], **URLS},
+                              headers=team.ada)
+    assert opened.status_code == 201, opened.json
+    team.person("bob")
+    invitation = team.invite("bob")
+    assert team.accept("bob", invitation).status_code == 409
+    team.flow.emulator.control("POST", "clock/advance", {"seconds": 86400})  # Stripe expires it after 24 hours
+    assert team.accept("bob", invitation).status_code == 200, "no subscription: members join freely"
+    assert seats_of(team)["members"] == 2

@@ -69,21 +69,6 @@ def test_the_limit_is_shared_by_every_worker_on_the_store(make_app, redis_url, e
     assert answers == [200] * 9 + [429]
 
 
-def test_an_organizations_copy_of_an_endpoint_counts_what_the_endpoint_counts(flow):
-    """``/organizations/<id>/subscription/intent`` makes the intent's calls, so it counts the intent's
-    cost: an admin's token gets no more Stripe calls through the organisation's routes."""
-    org = flow.client.post("/organizations", json={"name": "Acme"}, headers=flow.headers).json["id"]
-    intents = 0
-    while True:
-        answer = flow.client.post(f"/organizations/{org}/subscription/intent", json={"price": flow.prices["pro"]},
-                                  headers=flow.headers)
-        if answer.status_code == 429:
-            break
-        assert answer.status_code in (200, 201), answer.json  # 200: the open intent, answered again
-        intents += 1
-    assert intents == LIMIT // PROVIDER_CALL_COSTS["subscription.intent"]
-
-
 def test_a_limit_below_the_dearest_request_is_refused_at_start():
     with pytest.raises(ConfigError, match=r"^PROVIDER_CALLS_RATE_LIMIT must allow at least 9 Stripe calls") as raised:
         create_app({**BASE_CONFIG, "PROVIDER_CALLS_RATE_LIMIT": "8 per minute"})
