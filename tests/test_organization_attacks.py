@@ -182,3 +182,21 @@ def test_an_abandoned_checkout_stops_holding_invitations_back_once_stripe_expire
     team.flow.emulator.control("POST", "clock/advance", {"seconds": 86400})  # Stripe expires it after 24 hours
     assert team.accept("bob", invitation).status_code == 200, "no subscription: members join freely"
     assert seats_of(team)["members"] == 2
+
+
+def test_the_portal_changes_no_plan_that_has_usage_prices(usage_prices, flow):
+    """A portal swap moves only the licensed item's price, so the plan's metered items would stay the
+    old plan's (the review's finding with ``PROVIDER_PORTAL_PLAN_CHANGES=true``): a subscription with
+    metered items gets the locked portal, and no plan with usage prices is offered in the other."""
+    flow.app.config["PROVIDER_PORTAL_PLAN_CHANGES"] = True
+    started = flow.client.post("/subscription/intent", json={"price": flow.prices["basic"]}, headers=flow.headers)
+    flow.pay(started.json["client_secret"])
+    flow.deliver()
+    subscription_id = started.json["subscription"]["id"]
+    url = flow.client.post("/subscription/portal", json={}, headers=flow.headers).json["url"]
+    assert "Change plan" not in requests.get(url, timeout=10).text
+    assert requests.post(f"{url}/subscriptions/{subscription_id}/swap", data={"price": flow.prices["pro"]},
+                         timeout=10).status_code == 403
+    live = flow.stripe.v1.subscriptions.retrieve(subscription_id)
+    assert sorted(item.price.id for item in live["items"].data) == sorted([flow.prices["basic"],
+                                                                          flow.prices["basic_usage"]])
