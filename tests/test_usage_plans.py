@@ -4,7 +4,8 @@ licensed item's; a metered price is never sold alone."""
 import pytest
 
 from tests.test_billing_flow import start_flow
-from tests.test_subscription_management import post, stored, subscribe
+from tests.test_subscription_management import post, stored, subscribe, updates, use_card
+from tests.test_usage import event
 
 
 @pytest.fixture
@@ -72,3 +73,44 @@ def test_checkout_adds_the_plans_metered_prices(flow):
     subscription = flow.client.get("/subscription", headers=flow.headers).json["subscription"]
     assert item_prices(flow, subscription["id"]) == sorted([flow.prices["pro"], flow.prices["pro_usage"]])
     assert stored(flow, subscription["id"])[:2] == (flow.prices["pro"], 1)
+
+
+def test_a_swap_that_moves_metered_prices_changes_all_or_nothing(flow):
+    """A pending update takes an item's price and quantity, no deleted item
+    (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): the swap moves the plan's
+    metered items in the same update, ``error_if_incomplete``, so a declined charge changes nothing."""
+    prices = flow.prices
+    subscription_id = subscribe(flow, "basic")
+    use_card(flow, subscription_id, "pm_card_chargeCustomerFail")
+    refused = post(flow, "/subscription/swap", {"price": prices["pro"]}, expect=402).json["error"]
+    assert refused["code"] == "payment_required" and refused["details"]["client_secret"] is None
+    live = flow.stripe.v1.subscriptions.retrieve(subscription_id)
+    assert live.pending_update is None, "nothing waits: the change was refused whole"
+    assert item_prices(flow, subscription_id) == sorted([prices["basic"], prices["basic_usage"]])
+    use_card(flow, subscription_id, "pm_card_visa")
+    before = updates(flow)
+    post(flow, "/subscription/swap", {"price": prices["pro"]})
+    assert updates(flow) == before + 1, "the plan and its usage prices move in one update"
+    assert item_prices(flow, subscription_id) == sorted([prices["pro"], prices["pro_usage"]])
+    flow.deliver()
+    assert stored(flow, subscription_id) == (prices["pro"], 1, "active") and flow.me()["plan"] == "pro"
+
+
+def test_cancel_now_bills_the_usage_of_the_period_so_far(flow):
+    """Stripe bills a metered item's usage of a period cut short only with ``invoice_now``
+    (https://docs.stripe.com/api/subscriptions/cancel), which the service sends for an active subscription."""
+    subscription_id = subscribe(flow, "basic")
+    runner = flow.app.test_cli_runner()
+    key = runner.invoke(args=["create-service-key", "backend"]).output.strip().splitlines()[-1]
+    user_id = flow.me()["id"]
+    batch = {"events": [event(user_id, f"cancel-{n}", value) for n, value in enumerate((30, 12))]}
+    accepted = flow.client.post("/usage/events", json=batch, headers={"Authorization": f"Bearer {key}"})
+    assert accepted.json == {"accepted": 2, "duplicates": 0}
+    assert "delivered 2" in runner.invoke(args=["deliver-usage", "--once"]).output
+    post(flow, "/subscription/cancel", {"at_period_end": False})
+    final = flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data[0]
+    usage = [(line.quantity, line.amount) for line in final.lines.data
+             if line.pricing.price_details.price == flow.prices["basic_usage"]]
+    assert usage == [(42, 42 * 2)], "the usage reported until the cancellation, billed once"
+    flow.deliver()
+    assert flow.me()["plan"] == "free"

@@ -137,10 +137,11 @@ class SubscriptionProvider(CheckoutContract, MeterContract):
         """
 
     @abstractmethod
-    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False):
+    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
         """Cancel the subscription now and return it.
 
-        ``prorate`` credits the unused time (Stripe's ``DELETE /v1/subscriptions/{id}`` parameter).
+        ``prorate`` credits the unused time; ``invoice_now`` invoices now the metered usage not yet
+        invoiced and pending prorations (Stripe's ``DELETE /v1/subscriptions/{id}`` parameters).
         """
 
     @abstractmethod

@@ -177,8 +177,10 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, SubscriptionProvi
                 return self.retrieve_subscription(subscription_id)
         return self._now_if_replayed(answer)
 
-    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False):
+    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
         params: SubscriptionCancelParams = {"prorate": True} if prorate else {}
+        if invoice_now:
+            params["invoice_now"] = True
         with provider_call("cancel subscription"):
             answer = self._v1.subscriptions.cancel(
                 subscription_id, params=params, options={"idempotency_key": idempotency_key} if idempotency_key else {})
