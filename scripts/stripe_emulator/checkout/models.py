@@ -65,6 +65,7 @@ def create_session(store: Store, params: dict) -> dict:
         "_subscription_data": dict(params.get("subscription_data") or {}),
         "locale": params.get("locale"), "customer_details": None,
         "customer_update": dict(params.get("customer_update") or {}) or None,
+        "_clock": store.active_clock,
     }
     store.checkout_sessions[session_id] = session
     return session
@@ -74,7 +75,7 @@ def expire_if_due(store: Store, session: dict) -> dict:
     """An open session past its ``expires_at`` is ``expired``, as Stripe expires it then
     (https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-expires_at); read lazily
     (no ``checkout.session.expired`` event: the service subscribes to none). Returns the session."""
-    with store.on_clock(store.clock_of(session["customer"])):  # in the time it was created in
+    with store.on_clock(session.get("_clock")):  # in the time it was created in, whichever clock the customer is on now
         if session["status"] == "open" and store.now() >= session["expires_at"]:
             session["status"] = "expired"
     return session
