@@ -61,7 +61,7 @@ test-cluster: install
 ## Stripe calls, whose params are typed with the pinned SDK's TypedDicts
 lint: install
 	$(VENV)/bin/ruff check app tests scripts wsgi.py gunicorn.conf.py
-	$(VENV)/bin/mypy app/billing/stripe_provider.py app/billing/stripe_customers.py app/billing/stripe_calls.py
+	$(VENV)/bin/mypy app/billing/stripe_provider.py app/billing/stripe_customers.py app/billing/stripe_calls.py app/billing/stripe_checkout.py
 
 ## make clean: remove .venv, instance/ and pytest's cache
 clean:

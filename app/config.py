@@ -1,6 +1,9 @@
 """Configuration read from the environment (CONTRACT "Configuration"), validated with clear errors."""
 import os
 
+from limits import parse
+
+from app.billing.call_costs import MOST_PROVIDER_CALLS
 from app.config_sections import (
     check_accounts,
     check_notification_channels,
@@ -166,6 +169,10 @@ def validate(config):
                                           LIVEMODES)
     for name in RATE_LIMITS:
         config[name] = rate_limit(name, config[name])
+    if parse(config["PROVIDER_CALLS_RATE_LIMIT"]).amount < MOST_PROVIDER_CALLS:
+        raise ConfigError(f"PROVIDER_CALLS_RATE_LIMIT must allow at least {MOST_PROVIDER_CALLS} Stripe calls per "
+                          f"window (what one subscription intent may make), got {config['PROVIDER_CALLS_RATE_LIMIT']!r}"
+                          )
     config["PROVIDER_PRORATION"] = choice("PROVIDER_PRORATION", config["PROVIDER_PRORATION"], PRORATIONS)
     config["METRICS_ENABLED"] = flag(config["METRICS_ENABLED"])
     config["LOG_FORMAT"] = str(config["LOG_FORMAT"]).strip().lower()

@@ -21,6 +21,7 @@ import stripe
 
 from app.timeutil import isoformat_z
 from scripts.demo_team import team_story
+from scripts.demo_usage import usage_story
 from scripts.dev import API_KEY, DEV_ENV, Stack, answers
 
 DAY = 86400
@@ -40,7 +41,11 @@ class Demo:
         self.base = env["SERVICE_URL"]
         self.emulator = env["PROVIDER_API_BASE"]
         self.maildir = env["MAILDIR"]
-        self.prices = {plan: price for price, plan in json.loads(env["PROVIDER_PLANS"]).items()}
+        self.env = env
+        # Each plan's first price is its licensed one (scripts/dev.py lists a plan's metered prices after).
+        self.prices = {}
+        for price, plan in json.loads(env["PROVIDER_PLANS"]).items():
+            self.prices.setdefault(plan, price)
         self.stripe = stripe.StripeClient(API_KEY, base_addresses={"api": self.emulator})
         self.http = requests.Session()
         self.step_number = 0
@@ -73,24 +78,25 @@ class Demo:
     def kinds(self):
         return [n["kind"] for n in self.notifications()]
 
-    def advance_to(self, timestamp):
-        """Move the demo's test clock to just past ``timestamp`` (Unix seconds): what falls due for its customer
-        happens; nobody else's subscription moves."""
-        self.stripe.v1.test_helpers.test_clocks.advance(self.clock, params={"frozen_time": timestamp + 60})
+    def advance_to(self, timestamp, clock=None):
+        """Move the demo's test clock (or its other ``clock``) to just past ``timestamp`` (Unix seconds): what
+        falls due for its customers happens; nobody else's subscription moves."""
+        clock = clock or self.clock
+        self.stripe.v1.test_helpers.test_clocks.advance(clock, params={"frozen_time": timestamp + 60})
         # Stripe answers "advancing" and moves the clock in the background: done when it says "ready".
         self.until("the test clock is ready",
-                   lambda: self.stripe.v1.test_helpers.test_clocks.retrieve(self.clock).status == "ready")
+                   lambda: self.stripe.v1.test_helpers.test_clocks.retrieve(clock).status == "ready")
 
-    def on_own_clock(self, subscription_id=None, customer=None):
+    def on_own_clock(self, subscription_id=None, customer=None, clock=None):
         """Put the customer the service just created for a demo user (``customer``, or ``subscription_id``'s) on
-        the demo's test clock.
+        the demo's test clock (or its other ``clock``).
 
         Stripe sets a customer's clock only when it creates it, and the service creates its customers; the
         emulator's ``/_emulator/customers/{id}/test_clock`` moves it there, objects and all.
         """
         customer = customer or self.stripe.v1.subscriptions.retrieve(subscription_id).customer
-        requests.post(f"{self.emulator}/_emulator/customers/{customer}/test_clock", json={"test_clock": self.clock},
-                      timeout=30).raise_for_status()
+        requests.post(f"{self.emulator}/_emulator/customers/{customer}/test_clock",
+                      json={"test_clock": clock or self.clock}, timeout=30).raise_for_status()
 
     def trial(self):
         """The first subscription is a free trial whose card is saved up front, then charged when it ends."""
@@ -296,6 +302,7 @@ class Demo:
         self.show_mail(email, notified)
         self.show_mail(*self.selling())
         team_story(self)
+        usage_story(self)
         print("\nDemo complete.")
 
     def show_mail(self, email, count):

@@ -4,7 +4,8 @@ Starts the emulator, creates the demo products and prices there, registers the s
 webhook endpoint (the emulator issues the signing secret), starts a local SMTP server (aiosmtpd)
 that files every message in a Maildir under ``instance/``, applies the migrations and runs the
 service, the notification delivery worker (``flask deliver-notifications``) and the usage delivery
-worker (``flask deliver-usage``, with a ``tokens`` meter at the emulator). The environment
+worker (``flask deliver-usage``, with a ``tokens`` meter at the emulator and the ``api`` plan's metered
+price on it). The environment
 it used, a ``SECRET_KEY`` made on the first run included, is written to ``instance/dev.env`` so
 that other terminals (``make demo``, ``flask sync-user``) can join in with
 ``set -a; . instance/dev.env; set +a``.
@@ -41,11 +42,16 @@ EMULATOR_STATE = INSTANCE / "emulator.json"
 # What a second stack changes to run beside the first (the Makefile's variables for make run).
 OTHER_STACK = "make run PORT=5001 EMULATOR_PORT=12112 SMTP_PORT=8026 INSTANCE=instance-2"
 API_KEY = "sk_test_local_emulator"
-PLANS = (("basic", 900), ("pro", 2900), ("team", 4900))
+# (plan, cents a month): each plan's licensed price, by lookup key.
+PLANS = (("basic", 900), ("pro", 2900), ("team", 4900), ("api", 500))
+# (plan, lookup key, cents a token): a plan's metered price on the ``tokens`` meter, billed in arrears.
+METERED_PLANS = (("api", "api_tokens", 1),)
 # Settings of the local stack beyond the provider's: remember-me is on so that the README's curl
 # session (login with "remember_me": true) gets its 30-day token, and a first subscription is a
-# 14-day free trial, as ``make demo`` shows.
+# 14-day free trial, as ``make demo`` shows. ``make demo`` runs run after run from one address: each
+# opens six accounts and asks one password reset, past the defaults' 20 and 5 an hour by its fourth.
 SETTINGS = {"AUTH_REMEMBER_ME": "true", "PROVIDER_TRIAL_DAYS": "14", "PROVIDER_AUTOMATIC_TAX": "true",
+            "AUTH_REGISTER_RATE_LIMIT": "300 per hour", "AUTH_PASSWORD_RESET_RATE_LIMIT": "50 per hour",
             "FLASK_APP": "wsgi"}
 
 
@@ -91,19 +97,23 @@ def answers(url):
         return False
 
 
-def _prices(client):
-    """Return ``{price id: plan}`` in ``PLANS``' order (``GET /plans`` keeps it): the prices a previous run left in
-    the emulator's state, else new ones."""
-    found = {price.lookup_key: price.id
-             for price in client.v1.prices.list(params={"lookup_keys": [plan for plan, _ in PLANS]}).data}
-    missing = [(plan, amount) for plan, amount in PLANS if plan not in found]
+def _prices(client, meter):
+    """Return ``{price id: plan}``, the licensed prices in ``PLANS``' order (``GET /plans`` keeps it) then the
+    metered ones of ``METERED_PLANS`` (on ``meter``): the prices a previous run left in the emulator's state,
+    else new ones."""
+    keys = [plan for plan, _ in PLANS] + [key for _, key, _ in METERED_PLANS]
+    found = {price.lookup_key: price.id for price in client.v1.prices.list(params={"lookup_keys": keys}).data}
+    wanted = [(plan, {"unit_amount": amount, "recurring": {"interval": "month"}}) for plan, amount in PLANS]
+    wanted += [(key, {"unit_amount": amount, "recurring": {"interval": "month", "usage_type": "metered",
+                                                           "meter": meter.id}})
+               for _, key, amount in METERED_PLANS]
+    missing = [(key, terms) for key, terms in wanted if key not in found]
     if missing:
         product = client.v1.products.create(params={"name": "Subscription service"})
-        for plan, amount in missing:
-            found[plan] = client.v1.prices.create(params={
-                "product": product.id, "unit_amount": amount, "currency": "usd", "recurring": {"interval": "month"},
-                "lookup_key": plan}).id
-    return {found[plan]: plan for plan, _ in PLANS}
+        for key, terms in missing:
+            found[key] = client.v1.prices.create(params={
+                "product": product.id, "currency": "usd", "lookup_key": key, **terms}).id
+    return {found[plan]: plan for plan, _ in PLANS} | {found[key]: plan for plan, key, _ in METERED_PLANS}
 
 
 def _webhook_endpoint(client, url):
@@ -132,8 +142,7 @@ def set_up_provider(emulator_url, service_url):
     """Find or create the prices, the usage meter and the webhook endpoint at the emulator; return the
     service's environment."""
     client = stripe.StripeClient(API_KEY, base_addresses={"api": emulator_url})
-    plans = _prices(client)
-    _meter(client)
+    plans = _prices(client, _meter(client))
     endpoint = _webhook_endpoint(client, f"{service_url}/provider/webhook")
     return {
         "PROVIDER_API_KEY": API_KEY,
@@ -212,10 +221,11 @@ class Stack:
         provider_env = {**set_up_provider(emulator_url, service_url), "MAIL_SERVER": "127.0.0.1",
                         "MAIL_PORT": str(self.smtp_port), "MAILDIR": str(self.maildir),
                         "SECRET_KEY": secret_key(self.env_file)}
+        if self.database_url:
+            # In dev.env too, so that a flask command in another terminal (make demo's service key) finds it.
+            provider_env["DATABASE_URL"] = self.database_url
         env = {**os.environ, **provider_env, **SETTINGS}
         env.setdefault("SECRET_KEY", secrets.token_hex(32))
-        if self.database_url:
-            env["DATABASE_URL"] = self.database_url
         self.env_file.write_text("".join(f"{k}='{v}'\n" for k, v in {**provider_env, **SETTINGS}.items()))
         upgraded = subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env)
         if upgraded.returncode:

@@ -2,6 +2,8 @@
 configuration table names exactly the settings the service reads, and the README stays short."""
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -231,3 +233,10 @@ def test_the_invoice_shape_in_api_md_is_the_schemas():
     row = next(line for line in (DOCS / "api.md").read_text().splitlines() if "`/subscription/invoices`" in line)
     listed = re.findall(r'"(\w+)"', row.split("Invoice: `{", 1)[1].split("}`", 1)[0])
     assert listed == list(InvoiceSchema().fields)
+
+
+def test_the_test_counts_in_testing_md_are_the_suites():
+    """docs/testing.md's table of test items per file is pytest's collection (issue 32), not typed."""
+    check = subprocess.run([sys.executable, "-m", "scripts.test_counts", "--check"], cwd=ROOT,
+                           capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stderr

@@ -10,7 +10,7 @@ import pytest
 import requests
 import stripe
 
-from app.auth.bearer import PROVIDER_CALL_COSTS
+from app.billing.call_costs import PROVIDER_CALL_COSTS
 from tests.conftest import PASSWORD, bearer, login, register
 from tests.test_billing_flow import Flow, start_flow
 from tests.test_billing_pages import settle

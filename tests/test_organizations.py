@@ -24,6 +24,10 @@ def join(app, organization_id, uid, role="member"):
 
 @pytest.fixture
 def team(app, client):
+    return make_team(app, client)
+
+
+def make_team(app, client):
     """An organisation of Ada (owner), Bob (admin) and Cy (member); return the ids and headers."""
     ada, bob, cy = (account(client, f"{name}@example.com") for name in ("ada", "bob", "cy"))
     created = client.post("/organizations", json={"name": "Acme"}, headers=ada)

@@ -7,8 +7,9 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.models import UsageEvent, User
+from app.models import Organization, UsageEvent, User
 from tests.conftest import bearer, login, register
+from tests.test_organizations import make_team
 
 
 @pytest.fixture
@@ -246,10 +247,7 @@ def test_the_renewal_invoice_on_a_test_clock_bills_exactly_the_usage_reported(ap
 
 def test_an_organisations_usage_is_its_own_customers_and_for_its_managers(app, client, runner, key, meter,
                                                                          stripe_client):
-    from app.models import Organization
-    from tests.test_organizations import team as make_team
-
-    people = make_team.__wrapped__(app, client)
+    people = make_team(app, client)
     customer = stripe_client.v1.customers.create(params={"email": "billing@acme.example"}).id
     with app.app_context():
         db.session.get(Organization, people["org"]).provider_id = customer

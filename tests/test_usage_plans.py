@@ -4,7 +4,8 @@ licensed item's; a metered price is never sold alone."""
 import pytest
 
 from tests.test_billing_flow import start_flow
-from tests.test_subscription_management import post, stored, subscribe
+from tests.test_subscription_management import post, stored, subscribe, updates, use_card
+from tests.test_usage import event
 
 
 @pytest.fixture
@@ -74,29 +75,42 @@ def test_checkout_adds_the_plans_metered_prices(flow):
     assert stored(flow, subscription["id"])[:2] == (flow.prices["pro"], 1)
 
 
-def test_an_organizations_seats_follow_members_beside_the_plans_metered_item(flow):
-    from tests.test_organization_billing import Team
-
-    team = Team(flow)
-    subscription_id = team.subscribe()
-    assert item_prices(flow, subscription_id) == sorted([flow.prices["basic"], flow.prices["basic_usage"]])
-
-    def seats():
-        items = flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data
-        return {item.price.id: item.to_dict().get("quantity") for item in items}
-
-    team.join("bob")
-    team.join("cy")
-    assert seats() == {flow.prices["basic"]: 3, flow.prices["basic_usage"]: None} and team.members() == 3
-    cy_id = team.client.get("/auth/me", headers=team.headers["cy"]).json["id"]
-    assert team.client.delete(f"{team.base}/members/{cy_id}", headers=team.headers["cy"]).status_code == 204
-    assert seats() == {flow.prices["basic"]: 2, flow.prices["basic_usage"]: None}
-
-    licensed = next(i for i in flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data
-                    if i.price.id == flow.prices["basic"])
-    flow.stripe.v1.subscriptions.update(subscription_id, params={
-        "items": [{"id": licensed.id, "quantity": 5}], "proration_behavior": "none"})
+def test_a_swap_that_moves_metered_prices_changes_all_or_nothing(flow):
+    """A pending update takes an item's price and quantity, no deleted item
+    (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): the swap moves the plan's
+    metered items in the same update, ``error_if_incomplete``, so a declined charge changes nothing."""
+    prices = flow.prices
+    subscription_id = subscribe(flow, "basic")
+    use_card(flow, subscription_id, "pm_card_chargeCustomerFail")
+    refused = post(flow, "/subscription/swap", {"price": prices["pro"]}, expect=402).json["error"]
+    assert refused["code"] == "payment_required" and refused["details"]["client_secret"] is None
+    live = flow.stripe.v1.subscriptions.retrieve(subscription_id)
+    assert live.pending_update is None, "nothing waits: the change was refused whole"
+    assert item_prices(flow, subscription_id) == sorted([prices["basic"], prices["basic_usage"]])
+    use_card(flow, subscription_id, "pm_card_visa")
+    before = updates(flow)
+    post(flow, "/subscription/swap", {"price": prices["pro"]})
+    assert updates(flow) == before + 1, "the plan and its usage prices move in one update"
+    assert item_prices(flow, subscription_id) == sorted([prices["pro"], prices["pro_usage"]])
     flow.deliver()
-    fixed = team.app.test_cli_runner().invoke(args=["reconcile"])
-    assert f"{team.org} (Acme): seats 5 -> 2" in fixed.output, fixed.output
-    assert seats() == {flow.prices["basic"]: 2, flow.prices["basic_usage"]: None}
+    assert stored(flow, subscription_id) == (prices["pro"], 1, "active") and flow.me()["plan"] == "pro"
+
+
+def test_cancel_now_bills_the_usage_of_the_period_so_far(flow):
+    """Stripe bills a metered item's usage of a period cut short only with ``invoice_now``
+    (https://docs.stripe.com/api/subscriptions/cancel), which the service sends for an active subscription."""
+    subscription_id = subscribe(flow, "basic")
+    runner = flow.app.test_cli_runner()
+    key = runner.invoke(args=["create-service-key", "backend"]).output.strip().splitlines()[-1]
+    user_id = flow.me()["id"]
+    batch = {"events": [event(user_id, f"cancel-{n}", value) for n, value in enumerate((30, 12))]}
+    accepted = flow.client.post("/usage/events", json=batch, headers={"Authorization": f"Bearer {key}"})
+    assert accepted.json == {"accepted": 2, "duplicates": 0}
+    assert "delivered 2" in runner.invoke(args=["deliver-usage", "--once"]).output
+    post(flow, "/subscription/cancel", {"at_period_end": False})
+    final = flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data[0]
+    usage = [(line.quantity, line.amount) for line in final.lines.data
+             if line.pricing.price_details.price == flow.prices["basic_usage"]]
+    assert usage == [(42, 42 * 2)], "the usage reported until the cancellation, billed once"
+    flow.deliver()
+    assert flow.me()["plan"] == "free"

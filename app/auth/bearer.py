@@ -5,6 +5,7 @@ from flask import current_app, g, request
 from flask_smorest import Blueprint
 
 from app.auth import abilities, tokens
+from app.billing.call_costs import cost_of
 from app.errors import InsufficientScope, TokenReused, Unauthenticated
 from app.extensions import db, limiter
 from app.models import User
@@ -89,32 +90,13 @@ def ability_required(ability):
 # The one count that every endpoint calling Stripe for a user shares.
 PROVIDER_CALLS_SCOPE = "provider-calls"
 
-# The most Stripe calls one request of each endpoint makes (CONTRACT "Changes to the fourth round": the
-# limit counts Stripe calls), bounded whatever the user's history: tests/test_money_edges.py measures
-# each against the emulator's request count. Endpoints not listed make one. The portal's
-# configuration is made once per process, not per request, and is not counted.
-PROVIDER_CALL_COSTS = {
-    # promotion code (find, price, paid invoices) + the open subscription read, voided, cancelled
-    # + any earlier subscription + customer + create
-    "subscription.intent": 9,
-    "subscription.checkout": 8,
-    # promotion code (3) + read or update + a test clock's time
-    "subscription.swap": 5,
-    "subscription.swap_preview": 5,
-    "subscription.cancel": 3,
-    "subscription.portal": 2,
-    "subscription.payment_method": 2,
-    "subscription.put_billing_details": 2,
-    "subscription.show_billing_details": 2,
-    "subscription.add_tax_id": 2,
-}
 
 
 def provider_calls_limited(view):
     """Limit the endpoints that call Stripe on the current user's behalf, under ``auth_required``.
 
     At most ``PROVIDER_CALLS_RATE_LIMIT`` Stripe calls per user across all of them, each request
-    counted at its endpoint's most (``PROVIDER_CALL_COSTS``) on the limiter's store (shared by every
+    counted at its endpoint's most (``app.billing.call_costs``) on the limiter's store (shared by every
     worker and host with Redis), so that one token in a hostile script cannot spend the Stripe
     account's request rate (about 100/s live, 25/s test) that every other user's payments need.
     Past it: 429 ``rate_limited`` with ``Retry-After``, before any provider call (CONTRACT "Changes
@@ -122,7 +104,7 @@ def provider_calls_limited(view):
     """
     limited = limiter.limit(lambda: current_app.config["PROVIDER_CALLS_RATE_LIMIT"],
                             key_func=lambda: str(g.current_user.id), scope=PROVIDER_CALLS_SCOPE,
-                            cost=lambda: PROVIDER_CALL_COSTS.get(request.endpoint, 1))(view)
+                            cost=lambda: cost_of(request.endpoint))(view)
     return Blueprint.doc(responses={"429": "TOO_MANY_REQUESTS"})(limited)
 
 

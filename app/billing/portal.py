@@ -8,12 +8,13 @@ uninvoiced) and offers every price. So every portal session names a configuratio
 - otherwise the service keeps two of its own at Stripe, found by their ``metadata`` and made or
   updated to the terms below on first use in each process (one list call, then at most one write):
   ``locked`` (no plan changes) and, with ``PROVIDER_PORTAL_PLAN_CHANGES=true``, ``plan_changes``
-  (only ``PROVIDER_PLANS`` prices, ``proration_behavior=always_invoice``: a change is invoiced at
-  once, as the service's own swap of a dearer plan is).
+  (only ``PROVIDER_PLANS`` prices of plans without metered prices, ``proration_behavior=always_invoice``:
+  a change is invoiced at once, as the service's own swap of a dearer plan is).
 
 Neither offers quantities (``adjustable_quantity`` off: seats are the service's), promotion codes
 (every code passes ``promotions.resolve``) or an email change (the address is the account's). A
-subscription in dunning, awaiting a payment or a card gets ``locked`` (``service.portal_url``).
+subscription in dunning, awaiting a payment or a card, or with metered items, gets ``locked``
+(``service.portal_url``).
 https://docs.stripe.com/api/customer_portal/configurations/create
 """
 import hashlib
@@ -22,7 +23,7 @@ import logging
 
 from flask import current_app
 
-from app.billing import prices
+from app.billing import catalog, prices
 from app.errors import UnknownPrice
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,11 @@ def _features(provider, plan_changes):
     update = {"enabled": False}
     if plan_changes:
         by_product = {}
-        for price in sorted(current_app.config["PROVIDER_PLANS"]):
+        # A plan with metered prices is not offered: a portal swap moves only the licensed item's price,
+        # and the plan's metered items would not follow (the service's swap moves them in the same update).
+        configured = current_app.config["PROVIDER_PLANS"]
+        metered_plans = {configured[price] for price in catalog.metered_prices()}
+        for price in sorted(price for price, plan in configured.items() if plan not in metered_plans):
             try:
                 by_product.setdefault(prices.terms(provider, price)["product"], []).append(price)
             except UnknownPrice:

@@ -8,10 +8,11 @@ from abc import abstractmethod
 
 from flask import current_app
 
+from app.billing.provider_checkout import CheckoutContract
 from app.billing.provider_meters import MeterContract
 
 
-class SubscriptionProvider(MeterContract):
+class SubscriptionProvider(CheckoutContract, MeterContract):
     """What the service needs from a payment provider. Every call may raise ``ProviderUnavailable``."""
 
     @abstractmethod
@@ -59,18 +60,6 @@ class SubscriptionProvider(MeterContract):
         """Return the price (``unit_amount`` in minor units, ``currency``, ``recurring``, ``active``).
 
         Raises ``UnknownPrice`` (422) when the provider has no such price.
-        """
-
-    @abstractmethod
-    def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
-                                metered=(), automatic_tax=False):
-        """Create a Checkout Session in ``subscription`` mode for the customer; return it (``id``, ``url``).
-
-        ``line`` is ``{"price", "quantity"}``, plus a line (no quantity) per metered price id of
-        ``metered``; ``urls`` ``{"success_url", "cancel_url"}``. With
-        ``trial_days`` (> 0) the subscription starts as a free trial; ``promotion_code`` (an id) is
-        applied, else the page lets the customer type one (``allow_promotion_codes``);
-        ``automatic_tax`` asks Stripe Tax to compute tax (the page collects the address).
         """
 
     @abstractmethod
@@ -148,10 +137,11 @@ class SubscriptionProvider(MeterContract):
         """
 
     @abstractmethod
-    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False):
+    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
         """Cancel the subscription now and return it.
 
-        ``prorate`` credits the unused time (Stripe's ``DELETE /v1/subscriptions/{id}`` parameter).
+        ``prorate`` credits the unused time; ``invoice_now`` invoices now the metered usage not yet
+        invoiced and pending prorations (Stripe's ``DELETE /v1/subscriptions/{id}`` parameters).
         """
 
     @abstractmethod

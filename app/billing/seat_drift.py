@@ -15,7 +15,6 @@ from app.billing.reconcile import DryRunProvider
 from app.billing.statuses import LIVE_STATUSES
 from app.extensions import db
 from app.models import Organization
-from app.subscription import current
 
 
 @dataclass(frozen=True)
@@ -59,12 +58,13 @@ def _reconcile(provider, organization, dry_run):
     provider.sync(organization)
     subscription = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
     members = organization.seat_count()
-    items = current.licensed(subscription) if subscription is not None else []
-    if len(items) != 1 or subscription.quantity in (None, members):
+    # The seats are the licensed item's: a plan's metered items (no quantity) are not seats.
+    licensed = [item for item in subscription.items if item.quantity is not None] if subscription is not None else []
+    if len(licensed) != 1 or licensed[0].quantity == members:
         return None
-    drift = SeatDrift(organization.id, organization.name, subscription.quantity, members)
+    item = licensed[0]
+    drift = SeatDrift(organization.id, organization.name, item.quantity, members)
     if not dry_run:
-        item = items[0]
         live = provider.update_subscription(
             subscription.provider_id, {"items": [{"id": item.provider_id, "quantity": members}],
                                        "proration_behavior": "none"},

@@ -21,14 +21,13 @@ from stripe.params import (
     SubscriptionUpdateParams,
     WebhookEndpointListParams,
 )
-from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateParams
 
 from app import jsonbody
 from app.billing import sync
-from app.billing.objects import CHECKOUT_ORIGIN
 from app.billing.provider import SubscriptionProvider
 from app.billing.provider_errors import ChangeDeclined
 from app.billing.stripe_calls import client_values_refused, one_line, provider_call, requests_session, signed_at
+from app.billing.stripe_checkout import CheckoutCalls
 from app.billing.stripe_customers import CustomerCalls
 from app.billing.stripe_meters import MeterCalls
 from app.errors import InvalidJson, InvalidSignature, UnknownPrice
@@ -40,7 +39,7 @@ log = logging.getLogger(__name__)
 SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret", "pending_setup_intent", "discounts.source.coupon"]
 
 
-class StripeProvider(CustomerCalls, MeterCalls, SubscriptionProvider):
+class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, SubscriptionProvider):
     def __init__(self, api_key, api_base=None, timeout=5, max_network_retries=1):
         """``timeout`` is per HTTP attempt, in seconds; ``api_base`` points the SDK at the emulator."""
         self._client = stripe.StripeClient(
@@ -114,30 +113,6 @@ class StripeProvider(CustomerCalls, MeterCalls, SubscriptionProvider):
                     raise UnknownPrice.for_price(price_id) from exc
                 raise
 
-    def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
-                                metered=(), automatic_tax=False):
-        params: CheckoutSessionCreateParams = {
-            "mode": "subscription", "customer": customer_id,
-            "line_items": [{"price": line["price"], "quantity": line["quantity"]}]
-            + [{"price": other} for other in metered],
-            "success_url": urls["success_url"], "cancel_url": urls["cancel_url"],
-        }
-        # Stripe's own code box stays off (no ``allow_promotion_codes``): a code typed there would
-        # skip the service's rules (once per person, restrictions); one reaches Checkout only resolved.
-        if promotion_code:
-            params["discounts"] = [{"promotion_code": promotion_code}]
-        # Marked, so that its creation's webhook leaves its trial to the session's completion (CommitPlan).
-        params["subscription_data"] = {"metadata": {"origin": CHECKOUT_ORIGIN}}
-        if trial_days:
-            params["subscription_data"]["trial_period_days"] = trial_days
-        if automatic_tax:
-            # Stripe Tax needs the customer's address: the page collects it onto the customer.
-            params["automatic_tax"] = {"enabled": True}
-            params["customer_update"] = {"address": "auto"}
-        with provider_call("create checkout session"), client_values_refused({"items": [line]}):
-            return self._v1.checkout.sessions.create(
-                params=params, options={"idempotency_key": idempotency_key}).to_dict()
-
     def find_promotion_code(self, code):
         params: PromotionCodeListParams = {"code": code, "active": True, "limit": 1,
                                            "expand": ["data.promotion.coupon"]}
@@ -202,8 +177,10 @@ class StripeProvider(CustomerCalls, MeterCalls, SubscriptionProvider):
                 return self.retrieve_subscription(subscription_id)
         return self._now_if_replayed(answer)
 
-    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False):
+    def cancel_subscription(self, subscription_id, idempotency_key=None, prorate=False, invoice_now=False):
         params: SubscriptionCancelParams = {"prorate": True} if prorate else {}
+        if invoice_now:
+            params["invoice_now"] = True
         with provider_call("cancel subscription"):
             answer = self._v1.subscriptions.cancel(
                 subscription_id, params=params, options={"idempotency_key": idempotency_key} if idempotency_key else {})

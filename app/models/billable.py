@@ -1,15 +1,21 @@
 """``Billable``: what pays, a user or an organisation (STYLE "One billable concept"; Pay's ``Pay::Customer``
 ``belongs_to :owner``, in our terms).
 
-A billable model has its own Stripe customer and billing columns, declared by the model with the same
-names (``provider_id``, ``plan``, ``pm_type``, ``pm_last_four``, ``pm_exp_month``, ``pm_exp_year``,
-``idempotency_token``, ``updated_at``) and a ``subscriptions`` relationship; rows it owns (subscriptions,
+A billable model has its own Stripe customer and the billing columns this mixin declares on its table
+(``provider_id``, ``plan``, ``pm_type``, ``pm_last_four``, ``pm_exp_month``, ``pm_exp_year``,
+``idempotency_token``, ``created_at``, ``updated_at``; their meaning is in ``User``'s docstring) and a
+``subscriptions`` relationship of its own; rows it owns (subscriptions,
 promotion redemptions, notifications' subject) carry ``<kind>_id``. Billing code receives a billable and
 uses only that, so each rule of rounds 1-4 has one path whatever pays.
 """
-from sqlalchemy import update
+import secrets
+from datetime import datetime
+
+from sqlalchemy import SmallInteger, String, update
+from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
+from app.models.types import UTCDateTime
 from app.timeutil import utcnow
 
 
@@ -17,6 +23,16 @@ class Billable:
     """Mixin of ``User`` and ``Organization``; ``kind`` names the model and its foreign-key column."""
 
     kind: str  # "user" or "organization": rows owned by a billable have a "<kind>_id" column
+
+    provider_id: Mapped[str | None] = mapped_column(String(255), unique=True)
+    plan: Mapped[str | None] = mapped_column(String(64))
+    pm_type: Mapped[str | None] = mapped_column(String(32))
+    pm_last_four: Mapped[str | None] = mapped_column(String(4))
+    pm_exp_month: Mapped[int | None] = mapped_column(SmallInteger)
+    pm_exp_year: Mapped[int | None] = mapped_column(SmallInteger)
+    idempotency_token: Mapped[str] = mapped_column(String(32), unique=True, default=lambda: secrets.token_hex(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     @property
     def billable_key(self):

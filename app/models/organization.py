@@ -6,7 +6,7 @@ Ids are opaque strings (``org_...``, ``inv_...``) from 96 random bits: never reu
 import secrets
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, SmallInteger, String, UniqueConstraint, func, select
+from sqlalchemy import ForeignKey, String, UniqueConstraint, func, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -37,15 +37,6 @@ class Organization(Billable, db.Model):
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=_opaque("org"))
     name: Mapped[str] = mapped_column(String(255))
     billing_email: Mapped[str | None] = mapped_column(String(320))
-    provider_id: Mapped[str | None] = mapped_column(String(255), unique=True)
-    plan: Mapped[str | None] = mapped_column(String(64))
-    pm_type: Mapped[str | None] = mapped_column(String(32))
-    pm_last_four: Mapped[str | None] = mapped_column(String(4))
-    pm_exp_month: Mapped[int | None] = mapped_column(SmallInteger)
-    pm_exp_year: Mapped[int | None] = mapped_column(SmallInteger)
-    idempotency_token: Mapped[str] = mapped_column(String(32), unique=True, default=lambda: secrets.token_hex(16))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     subscriptions = relationship("Subscription", back_populates="organization", passive_deletes=True,
                                  order_by="Subscription.id")

@@ -1,14 +1,12 @@
-import secrets
 from datetime import datetime
 
-from sqlalchemy import SmallInteger, String
+from sqlalchemy import String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
 from app.models.account import address_hashes
 from app.models.billable import Billable, lock_row
 from app.models.types import BigIntId, UTCDateTime
-from app.timeutil import utcnow
 
 
 class User(Billable, db.Model):
@@ -32,16 +30,7 @@ class User(Billable, db.Model):
     email: Mapped[str] = mapped_column(String(320), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     name: Mapped[str | None] = mapped_column(String(255))
-    provider_id: Mapped[str | None] = mapped_column(String(255), unique=True)
-    plan: Mapped[str | None] = mapped_column(String(64))
-    pm_type: Mapped[str | None] = mapped_column(String(32))
-    pm_last_four: Mapped[str | None] = mapped_column(String(4))
-    pm_exp_month: Mapped[int | None] = mapped_column(SmallInteger)
-    pm_exp_year: Mapped[int | None] = mapped_column(SmallInteger)
     email_verified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    idempotency_token: Mapped[str] = mapped_column(String(32), unique=True, default=lambda: secrets.token_hex(16))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     subscriptions = relationship("Subscription", back_populates="user", passive_deletes=True,
                                  order_by="Subscription.id")

@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.extensions import db
+from app.leases import lease_due
 from app.models import Notification, NotificationDelivery, PasswordResetRequest, User
 from app.models.delivery import DEAD, DELIVERED, PENDING
 from app.notifications import notify_account
@@ -47,27 +48,11 @@ def _with_notification():
 
 
 def claim(now, limit=BATCH):
-    """Lease up to ``limit`` due deliveries to the caller; return ``[(delivery, notification, user)]``.
-
-    ``SELECT ... FOR UPDATE SKIP LOCKED`` in a CTE of the ``UPDATE`` lets workers on PostgreSQL
-    claim side by side without waiting on each other (a CTE runs once; the same ``SELECT`` as an
-    ``IN`` subquery may run again per row, skipping on past its ``LIMIT``). SQLite has no row locks
-    but runs one ``UPDATE`` at a time, and the ``UPDATE`` checks the row is still due, so no two
-    workers claim one row there either. The caller commits, which ends the claim's transaction.
+    """Lease up to ``limit`` due deliveries to the caller (``app.leases``, workers side by side on
+    PostgreSQL, one row to one worker on both databases); return ``[(delivery, notification, user)]``.
+    The caller commits, which ends the claim's transaction.
     """
-    due = (select(NotificationDelivery.id)
-           .where(NotificationDelivery.status == PENDING, NotificationDelivery.next_attempt_at <= now)
-           .order_by(NotificationDelivery.next_attempt_at, NotificationDelivery.id)
-           .limit(limit)
-           .with_for_update(skip_locked=True)
-           .cte("due"))
-    claimed = db.session.scalars(
-        update(NotificationDelivery)
-        .where(NotificationDelivery.id == due.c.id, NotificationDelivery.status == PENDING,
-               NotificationDelivery.next_attempt_at <= now)
-        .values(next_attempt_at=now + LEASE)
-        .returning(NotificationDelivery.id)
-        .execution_options(synchronize_session=False)).all()
+    claimed = lease_due(NotificationDelivery, PENDING, now, limit, LEASE)
     if not claimed:
         return []
     return db.session.execute(

@@ -91,7 +91,8 @@ def accept(user, token):
 
     The caller's verified address must be the invited one (``EmailUnverified``, ``EmailMismatch``: 403).
     The seat is paid first, at Stripe, under the organisation's lock (``seats.set_seats``): declined,
-    ``SeatDeclined`` (402), and nobody is added; the invitation stays valid.
+    ``SeatDeclined`` (402), and nobody is added; the invitation stays valid. While the organisation's
+    subscription is being started, ``FirstPaymentOpen`` (409): that payment covers only the members before.
     """
     invitation = _redeemable(token)
     if user.email != invitation.email:
@@ -102,6 +103,7 @@ def accept(user, token):
     organization.lock()
     if db.session.get(Membership, (organization.id, user.id)) is not None:
         raise AlreadyMember("You are already a member of this organisation.")
+    seats.refuse_while_first_payment_open(organization)
     seats.set_seats(organization, seats.member_count(organization) + 1, "accept")
     notify_membership(organization, "member_joined", user, {"role": invitation.role})
     membership = Membership(organization_id=organization.id, user_id=user.id, role=invitation.role)

@@ -8,7 +8,8 @@ quantity converges on the members. A seat added is charged at once (``always_inv
 ``pending_if_incomplete``, https://docs.stripe.com/billing/subscriptions/pending-updates): declined,
 Stripe keeps the old quantity and this raises ``SeatDeclined`` (402) before anyone is added; a seat
 removed follows ``PROVIDER_PRORATION``. Without a live subscription nothing is sent: members join
-freely, and a new subscription starts at the member count. Nothing here commits.
+freely, and a new subscription starts at the member count; but while one is being started (its first
+payment or Checkout open) nobody joins (``refuse_while_first_payment_open``). Nothing here commits.
 """
 from flask import current_app
 
@@ -46,6 +47,41 @@ def _refuse_while_pending(organization, subscription):
                              "and admins have been told. Accept the invitation again once it is paid.") from None
 
 
+# A subscription that has not started: its first payment (an intent's) or its card (a paused trial) is
+# still to come, and Stripe will charge it at the quantity it has, not at the members who joined since.
+NOT_STARTED_STATUSES = frozenset({"incomplete", "paused"})
+
+
+class FirstPaymentOpen(PaymentPending):
+    """409 ``payment_pending`` to the invitee: the organisation's subscription is still being paid."""
+
+    message = ("The organisation's subscription is waiting for its first payment (an open Checkout, a payment or a "
+               "card to add), which covers the seats it was started with; accept the invitation again once it is "
+               "paid, or abandoned. The invitation stays valid.")
+
+
+def refuse_while_first_payment_open(organization):
+    """Raise ``FirstPaymentOpen`` (409) while the organisation's subscription is being started: an intent's
+    subscription ``incomplete``, a trial ``paused`` for its card, or a Checkout Session still ``open``.
+
+    Stripe starts each at the quantity it was created with (the members then), so a member accepted
+    meanwhile would have no paid seat: ``set_seats`` has no live subscription to raise yet. With a
+    customer and no live subscription here, the organisation is synced first (a subscription whose
+    payment cleared before its webhook arrived is live, and ``set_seats`` charges for it) and Stripe
+    is asked for an open session: two calls, only for an organisation without a live subscription.
+    Under the organisation's lock (the caller takes it). Raises ``ProviderUnavailable`` (503).
+    """
+    if organization.provider_id is None or seat_subscription(organization) is not None:
+        return
+    provider = get_provider()
+    provider.sync(organization)
+    if seat_subscription(organization) is not None:
+        return
+    if (any(s.provider_status in NOT_STARTED_STATUSES for s in organization.subscriptions)
+            or provider.has_open_checkout_session(organization.provider_id)):
+        raise FirstPaymentOpen()
+
+
 def set_seats(organization, count, reason):
     """Make Stripe's quantity of the organisation's live subscription ``count``; return the row, or ``None``.
 
@@ -57,11 +93,11 @@ def set_seats(organization, count, reason):
     either. Drifted seats are set back by ``flask reconcile`` (``billing.reconcile.reconcile_seats``).
     """
     subscription = seat_subscription(organization)
-    # The seats are the one licensed item's; the plan's metered items (no quantity) stay as they are.
-    items = current.licensed(subscription) if subscription is not None else []
-    if len(items) != 1:
+    # The seats are the licensed item's: a plan's metered items (no quantity) ride along uncounted.
+    licensed = current.licensed(subscription) if subscription is not None else []
+    if len(licensed) != 1:
         return None
-    item, provider = items[0], get_provider()
+    item, provider = licensed[0], get_provider()
     if item.quantity == count:
         return subscription
     raising = count > (item.quantity or 0)

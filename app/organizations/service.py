@@ -14,7 +14,7 @@ from app.notifications import notify_membership
 from app.organizations import seats
 from app.organizations.access import require
 from app.organizations.errors import MemberNotFound, OwnerMustTransfer, OwnsOrganization
-from app.pagination import InvalidCursor
+from app.pagination import MAX_ID, InvalidCursor
 
 
 def create(user, name):
@@ -70,7 +70,10 @@ def update(organization, name=None, billing_email=None):
 
 
 def _member(organization, user_id):
-    found = db.session.get(Membership, (organization.id, user_id)) if isinstance(user_id, int) else None
+    # Read afresh (the caller's own row may be loaded from before the organisation's lock was taken).
+    # A path's integer has no bound of its own: past a BIGINT the database refuses it (a 500), no member.
+    found = db.session.get(Membership, (organization.id, user_id), populate_existing=True) \
+        if isinstance(user_id, int) and 0 < user_id <= MAX_ID else None
     if found is None:
         raise MemberNotFound()
     return found
@@ -79,6 +82,7 @@ def _member(organization, user_id):
 def set_role(organization, user_id, role):
     """Make the member ``user_id`` an ``admin`` or ``member``; return the membership. The owner's role
     changes only by transfer (``OwnerMustTransfer``, 409); ``MemberNotFound`` (404)."""
+    organization.lock()  # as ``transfer``: the role read here is the one a transfer may be changing
     member = _member(organization, user_id)
     if member.role == OWNER:
         raise OwnerMustTransfer("The owner's role changes only by transferring the organisation.")
@@ -113,6 +117,9 @@ def transfer(organization, owner, user_id, password):
     """
     check_password(owner.user, password)
     organization.lock()
+    # Re-read under the lock: a transfer that ran meanwhile made the caller an admin (two owners else).
+    db.session.refresh(owner)
+    require(owner, {OWNER})
     member = _member(organization, user_id)
     if member.user_id != owner.user_id:
         owner.role, member.role = ADMIN, OWNER

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from app import presentation
 from app.api import Blueprint
-from app.auth.bearer import ability_required, auth_required, current_user_for_update
+from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
 from app.auth.schemas import PasswordConfirmSchema
 from app.extensions import db
 from app.models.organization import Invitation
@@ -77,12 +77,14 @@ def show(organization_id):
 @blp.route("/organizations/<organization_id>", methods=["PATCH"])
 @auth_required
 @WRITE
+@provider_calls_limited
 @blp.arguments(OrganizationUpdateSchema)
 @blp.response(200, OrganizationSchema)
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def update(body, organization_id):
-    """Rename it or set its billing email (written at Stripe first). Owner, admin."""
+    """Rename it or set its billing email (written at Stripe first). Owner, admin. Counted in the caller's
+    ``PROVIDER_CALLS_RATE_LIMIT``: each billing email is a Stripe call (429 past it)."""
     membership = access.manager(organization_id, g.current_user)
     service.update(membership.organization, **body)
     db.session.commit()

@@ -11,6 +11,7 @@ from functools import wraps
 from flask import g, request
 
 from app.auth.bearer import current_user_for_update
+from app.billing.call_costs import ORGANIZATION_ENDPOINT_PREFIX
 from app.errors import AppError
 from app.organizations import access
 
@@ -53,4 +54,4 @@ def current_billable():
 
 def register(blp, rule, methods, view):
     """Register ``view`` (already routed at ``rule``) once more at ``PREFIX + rule``, for organisations."""
-    blp.route(PREFIX + rule, methods=methods, endpoint=f"organization_{view.__name__}")(view)
+    blp.route(PREFIX + rule, methods=methods, endpoint=f"{ORGANIZATION_ENDPOINT_PREFIX}{view.__name__}")(view)

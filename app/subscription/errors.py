@@ -58,9 +58,11 @@ class PaymentRequired(AppError):
 
     @classmethod
     def declined(cls):
-        """A change with a promotion code, refused whole by Stripe for its declined charge: nothing waits."""
-        return cls("The change's charge was declined, so nothing changed (a change with a promotion code is "
-                   "applied only once paid). Update the card (POST /subscription/payment-method) and try again.",
+        """A change with a promotion code, or a swap that moves metered prices, refused whole by Stripe for its
+        declined charge: nothing waits."""
+        return cls("The change's charge was declined, so nothing changed (a change with a promotion code, or "
+                   "between plans with usage prices, is applied only once paid). Update the card "
+                   "(POST /subscription/payment-method) and try again.",
                    details={"client_secret": None, "invoice": None, "hosted_invoice_url": None,
                             "amount_due": None, "currency": None})
 

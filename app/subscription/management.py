@@ -7,7 +7,8 @@ with the writer ``sync`` uses, as of now. The client's request never writes the 
 quantity changes use ``payment_behavior=pending_if_incomplete``: when their invoice is not paid,
 Stripe keeps the subscription as it was and holds the change in ``pending_update``
 (https://docs.stripe.com/billing/subscriptions/pending-updates), which is ``402 payment_required``
-here. Notifications still come only from the webhooks that follow. Nothing here commits.
+here; a change a pending update cannot hold (a discount, metered items moved) is
+``error_if_incomplete``. Notifications still come only from the webhooks that follow. Nothing here commits.
 """
 from flask import current_app
 
@@ -30,10 +31,14 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
     Returns ``(row, pending_update)``; a change to what the item already has calls nothing but a read.
     Its ``proration_behavior`` is decided here, never by the client (``prices.proration_for``).
     Raises ``PaymentPending`` (409) while an earlier change waits for payment, ``PaymentRequired``
-    (402) when Stripe keeps this change pending, after writing its answer. With ``promotion_code``
-    (a resolved id) the change carries the discount and is ``error_if_incomplete``: Stripe's pending
-    updates take no discounts, and a discount applied without the change would lower what the
-    current price costs; declined, nothing changes (402).
+    (402) when Stripe keeps this change pending, after writing its answer. Two kinds of change are
+    ``error_if_incomplete`` instead (declined, nothing changes: 402), because a pending update takes
+    only the parameters Stripe lists, an item's ``price`` and ``quantity`` among them, no deleted item
+    and no discount (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): with
+    ``promotion_code`` (a resolved id) the change carries the discount (a discount applied without the
+    change would lower what the current price costs); a swap between plans with metered prices moves
+    them in the same update (``app.usage.plans.swap_items``), so the plan and its usage prices change
+    together or not at all.
     """
     subscription = current.priced(billable)
     if proration_date is not None:
@@ -48,37 +53,26 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
         return current.write(billable, live), objects.pending_update_of(live)
     behavior = prices.proration_for(provider, now_on["price"], now_on["quantity"], wanted["price"],
                                     wanted["quantity"])
-    params = {"items": [{"id": item.provider_id, **change}], "payment_behavior": "pending_if_incomplete",
+    usage_moves = usage_plans.swap_items(subscription.items, change["price"]) if "price" in change else []
+    params = {"items": [{"id": item.provider_id, **change}, *usage_moves],
+              "payment_behavior": "error_if_incomplete" if promotion_code or usage_moves else "pending_if_incomplete",
               "proration_behavior": behavior}
     if proration_date is not None:
         params["proration_date"] = proration_date
     if promotion_code:
-        params.update(discounts=[{"promotion_code": promotion_code}], payment_behavior="error_if_incomplete")
+        params["discounts"] = [{"promotion_code": promotion_code}]
     try:
         live = provider.update_subscription(subscription.provider_id, params, provider_key(billable, action))
     except ChangeDeclined:
         raise PaymentRequired.declined() from None
     redemptions.remember(billable, promotion_code, subscription.provider_id)
-    row = current.write(billable, _with_plan_usage(billable, subscription, live, change, action))
+    row = current.write(billable, live)
     pending = objects.pending_update_of(live)
     # The answer may carry an older pending update (made in the portal, say); this change is refused
     # only if it is not on the item Stripe answered with.
     if not _carries(live, change) and pending is not None and isinstance(live.get("latest_invoice"), dict):
         raise PaymentRequired.for_invoice(live["latest_invoice"])
     return row, pending
-
-
-def _with_plan_usage(billable, subscription, live, change, action):
-    """``live`` with the new plan's metered items, once Stripe applied a swap (``app.usage.plans.follow``).
-
-    A second update: Stripe's pending updates take an item's ``price`` and ``quantity`` only, not a
-    deleted item (https://docs.stripe.com/billing/subscriptions/pending-updates-reference), and a
-    swap waiting for its payment keeps the old plan, usage included, until it applies.
-    """
-    if "price" not in change or not _carries(live, change):
-        return live
-    return usage_plans.follow(subscription.provider_id, subscription.items, change["price"],
-                              provider_key(billable, f"{action}-usage")) or live
 
 
 def _carries(live, change):
@@ -166,7 +160,9 @@ def cancel(billable, at_period_end=True):
     A ``paused`` subscription (a trial that ended without a card) is cancelled now.
 
     Cancelling now prorates per ``PROVIDER_PRORATION`` (``none``: no credit; ``create_prorations``:
-    the unused time is credited). A cancellation already scheduled is answered without a provider call.
+    the unused time is credited), and an ``active`` subscription with metered items gets a final
+    invoice now that bills the usage of the period so far (``invoice_now``). A cancellation already
+    scheduled is answered without a provider call.
     Raises ``NotSubscribed`` (409), ``ProviderRejected`` (502), ``ProviderUnavailable`` (503).
     """
     subscriptions = current.locked_subscriptions(billable)
@@ -188,8 +184,15 @@ def cancel(billable, at_period_end=True):
         prorate = current_app.config["PROVIDER_PRORATION"] != "none" and subscription.provider_status in VALID_STATUSES
         if subscription.provider_status not in VALID_STATUSES:
             provider.void_latest_invoice(provider.retrieve_subscription(subscription.provider_id))
+        # Stripe bills the usage of a period cut short only on a final invoice asked for with invoice_now ("a final
+        # invoice that invoices for any un-invoiced metered usage", https://docs.stripe.com/api/subscriptions/cancel;
+        # "you charge the customer for the usage accrued during the shortened billing period",
+        # https://docs.stripe.com/billing/subscriptions/usage-based/manage-billing-setup): without it, cancelling
+        # now would be a way not to pay for usage. A paid period only: a trial's usage is never billed, and in
+        # dunning nothing more is collected.
+        invoice_now = subscription.provider_status == "active" and bool(usage_plans.metered_items(subscription.items))
         live = provider.cancel_subscription(subscription.provider_id, provider_key(billable, "cancel-now"),
-                                            prorate=prorate)
+                                            prorate=prorate, invoice_now=invoice_now)
     return current.write(billable, live)
 
 

@@ -14,6 +14,7 @@ from app.extensions import db
 from app.models import Notification, Subscription
 from app.notifications.kinds import ACCOUNT_EMAILS
 from app.pagination import newest_first
+from app.subscription import current
 from app.usage import plans as usage_plans
 
 
@@ -162,12 +163,15 @@ def portal_url(billable, return_url=None):
 
     The session runs under the service's portal configuration (``app.billing.portal``): plan changes
     only while the subscription entitles with nothing pending (not in dunning, no ``pending_update``,
-    no trial awaiting its card), so the portal cannot go around ``409 payment_pending`` or dunning.
+    no trial awaiting its card) and has no metered items, so the portal cannot go around ``409
+    payment_pending``, dunning or a plan's usage prices.
     """
     provider = get_provider()
     subscription = plans.entitled_subscription(billable)
+    # A subscription with metered items is locked too: the portal would swap its licensed price alone.
     plan_changes = subscription is not None and subscription.pending_price is None \
-        and subscription.pending_quantity is None and subscription.provider_status in VALID_STATUSES
+        and subscription.pending_quantity is None and subscription.provider_status in VALID_STATUSES \
+        and current.licensed(subscription) == list(subscription.items)
     configuration = portal.configuration_id(provider, plan_changes)
     return provider.create_portal_session(ensure_customer(billable), return_url, configuration)
 

@@ -125,7 +125,8 @@ def swap(body):
     A dearer price (or another interval) is charged at once; a cheaper one follows ``PROVIDER_PRORATION``.
     402 ``payment_required`` (``details``: ``client_secret``, ``hosted_invoice_url``, ``invoice``,
     ``amount_due``, ``currency``) when that charge is declined or needs authentication: the old
-    price stays until it is paid. The current price: 200, nothing changed. 409 ``not_subscribed`` /
+    price stays until it is paid (with a promotion code, or between plans with metered prices, nothing
+    waits: the details are null). The current price: 200, nothing changed. 409 ``not_subscribed`` /
     ``subscription_past_due`` / ``payment_pending`` (an earlier change awaits payment); 422
     ``unknown_price``, or ``validation_error`` for a ``proration_date`` that is not a preview's of the
     last 10 minutes. See ``management.swap``.

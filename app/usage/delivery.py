@@ -20,12 +20,13 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.billing.provider_errors import MeterEventRefused
 from app.errors import AppError
 from app.extensions import db
+from app.leases import lease_due
 from app.models import UsageEvent
 from app.models.usage import DELIVERED, FAILED, PENDING
 from app.observability import metrics
@@ -63,19 +64,8 @@ def retry_delay(attempts):
 
 
 def claim(now, limit=BATCH):
-    """Lease up to ``limit`` due pending events to the caller; return them (as ``outbox.claim``). The caller commits."""
-    due = (select(UsageEvent.id)
-           .where(UsageEvent.status == PENDING, UsageEvent.next_attempt_at <= now)
-           .order_by(UsageEvent.next_attempt_at, UsageEvent.id)
-           .limit(limit)
-           .with_for_update(skip_locked=True)
-           .cte("due"))
-    claimed = db.session.scalars(
-        update(UsageEvent)
-        .where(UsageEvent.id == due.c.id, UsageEvent.status == PENDING, UsageEvent.next_attempt_at <= now)
-        .values(next_attempt_at=now + LEASE)
-        .returning(UsageEvent.id)
-        .execution_options(synchronize_session=False)).all()
+    """Lease up to ``limit`` due pending events to the caller (``app.leases``); return them. The caller commits."""
+    claimed = lease_due(UsageEvent, PENDING, now, limit, LEASE)
     if not claimed:
         return []
     return db.session.scalars(select(UsageEvent).where(UsageEvent.id.in_(claimed)).order_by(UsageEvent.id)

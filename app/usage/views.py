@@ -2,7 +2,7 @@
 from flask import g
 
 from app.api import Blueprint
-from app.auth.bearer import ability_required, auth_required
+from app.auth.bearer import ability_required, auth_required, provider_calls_limited
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.organizations import access
@@ -35,6 +35,7 @@ def report(body):
 @blp.route("/usage", methods=["GET"])
 @auth_required
 @ability_required("subscription:read")
+@provider_calls_limited
 @blp.arguments(UsageQuerySchema, location="query")
 @blp.response(200, UsageSchema)
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
@@ -48,6 +49,7 @@ def show(query):
 @blp.route("/organizations/<string:organization_id>/usage", methods=["GET"])
 @auth_required
 @ability_required("subscription:read")
+@provider_calls_limited
 @blp.arguments(UsageQuerySchema, location="query")
 @blp.response(200, UsageSchema)
 @blp.alt_response(404, response="NOT_FOUND")

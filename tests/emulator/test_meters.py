@@ -157,3 +157,78 @@ def test_a_pending_update_takes_no_item_deletion(stripe_client, customer, price)
     updated = stripe_client.v1.subscriptions.update(sub.id, params={
         "proration_behavior": "none", "items": [{"id": item, "deleted": True}]})
     assert [i.price.id for i in updated["items"].data] == [price.id]
+
+
+def test_a_pending_update_adds_no_item(stripe_client, customer, price):
+    """An item added in a pending update is not modelled (Stripe's list has an item's price and quantity):
+    refused, never dropped when the charge then fails."""
+    meter = _meter(stripe_client)
+    metered = stripe_client.v1.prices.create(params={
+        "currency": "usd", "unit_amount": 2, "product": price.product,
+        "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}})
+    stripe_client.v1.payment_methods.attach("pm_card_visa", params={"customer": customer.id})
+    sub = stripe_client.v1.subscriptions.create(params={
+        "customer": customer.id, "default_payment_method": "pm_card_visa", "items": [{"price": price.id}]})
+    with pytest.raises(stripe.InvalidRequestError) as refused:
+        stripe_client.v1.subscriptions.update(sub.id, params={
+            "payment_behavior": "pending_if_incomplete", "items": [{"price": metered.id}]})
+    assert (refused.value.code, refused.value.param) == ("parameter_unsupported", "items[0][price]")
+    assert [i.price.id for i in stripe_client.v1.subscriptions.retrieve(sub.id)["items"].data] == [price.id]
+
+
+def _metered_on_clock(stripe_client, emulator, price, **subscription):
+    """A customer on a new test clock with a card, subscribed to ``price`` and a metered price of 3 per token."""
+    meter = _meter(stripe_client)
+    metered = stripe_client.v1.prices.create(params={
+        "currency": "usd", "unit_amount": 3, "product": price.product,
+        "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}})
+    clock = stripe_client.v1.test_helpers.test_clocks.create(params={"frozen_time": emulator.clock() - 3600})
+    cus = stripe_client.v1.customers.create(params={
+        "email": "m@example.com", "payment_method": "pm_card_visa", "test_clock": clock.id,
+        "invoice_settings": {"default_payment_method": "pm_card_visa"}})
+    sub = stripe_client.v1.subscriptions.create(params={"customer": cus.id, "items": [
+        {"price": price.id}, {"price": metered.id}], **subscription})
+    return clock, cus, sub, metered
+
+
+def _advance(stripe_client, clock, to):
+    stripe_client.v1.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": to})
+
+
+def test_a_trials_usage_is_never_billed(stripe_client, emulator, price):
+    """"During the trial period, any usage accrued doesn't count toward the total charged ... After the trial
+    period ends, usage accrues and is billed at the end of the next billing cycle"
+    (https://docs.stripe.com/billing/subscriptions/usage-based/pricing-models, "Free trials")."""
+    clock, cus, sub, metered = _metered_on_clock(stripe_client, emulator, price, trial_period_days=14)
+    _report(stripe_client, cus.id, 500)
+    preview = stripe_client.v1.invoices.create_preview(params={"subscription": sub.id})
+    assert [line.amount for line in preview.lines.data] == [price.unit_amount], "the trial's end bills no usage"
+    _advance(stripe_client, clock, sub.trial_end + 60)
+    ended = stripe_client.v1.subscriptions.retrieve(sub.id, params={"expand": ["latest_invoice"]})
+    assert ended.status == "active" and ended.latest_invoice.amount_paid == price.unit_amount
+    assert [line.pricing.price_details.price for line in ended.latest_invoice.lines.data] == [price.id]
+    _report(stripe_client, cus.id, 7)
+    _advance(stripe_client, clock, ended["items"].data[0].current_period_end + 60)
+    renewed = stripe_client.v1.subscriptions.retrieve(sub.id, params={"expand": ["latest_invoice"]}).latest_invoice
+    usage = [line for line in renewed.lines.data if line.pricing.price_details.price == metered.id]
+    assert [(line.quantity, line.amount) for line in usage] == [(7, 21)], "only what came after the trial"
+    assert renewed.amount_due == price.unit_amount + 21
+
+
+@pytest.mark.parametrize("invoice_now", [True, False])
+def test_cancel_now_bills_the_usage_only_with_invoice_now(stripe_client, emulator, price, invoice_now):
+    """``invoice_now`` "will generate a final invoice that invoices for any un-invoiced metered usage"
+    (https://docs.stripe.com/api/subscriptions/cancel); without it the period's usage is never billed."""
+    clock, cus, sub, metered = _metered_on_clock(stripe_client, emulator, price)
+    _report(stripe_client, cus.id, 40)
+    _advance(stripe_client, clock, clock.frozen_time + 2 * DAY)
+    params = {"invoice_now": True} if invoice_now else {}
+    assert stripe_client.v1.subscriptions.cancel(sub.id, params=params).status == "canceled"
+    invoices = stripe_client.v1.invoices.list(params={"subscription": sub.id}).data
+    if not invoice_now:
+        assert [invoice.id for invoice in invoices] == [sub.latest_invoice], "nothing more is invoiced"
+        return
+    final = invoices[0]
+    assert [(line.pricing.price_details.price, line.quantity, line.amount) for line in final.lines.data] == [
+        (metered.id, 40, 120)]
+    assert (final.status, final.amount_paid) == ("paid", 120)

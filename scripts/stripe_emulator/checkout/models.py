@@ -65,8 +65,19 @@ def create_session(store: Store, params: dict) -> dict:
         "_subscription_data": dict(params.get("subscription_data") or {}),
         "locale": params.get("locale"), "customer_details": None,
         "customer_update": dict(params.get("customer_update") or {}) or None,
+        "_clock": store.active_clock,
     }
     store.checkout_sessions[session_id] = session
+    return session
+
+
+def expire_if_due(store: Store, session: dict) -> dict:
+    """An open session past its ``expires_at`` is ``expired``, as Stripe expires it then
+    (https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-expires_at); read lazily
+    (no ``checkout.session.expired`` event: the service subscribes to none). Returns the session."""
+    with store.on_clock(session.get("_clock")):  # in the time it was created in, whichever clock the customer is on now
+        if session["status"] == "open" and store.now() >= session["expires_at"]:
+            session["status"] = "expired"
     return session
 
 
@@ -79,7 +90,7 @@ def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None
     and saved to the customer with ``customer_update[address]=auto``
     (https://docs.stripe.com/api/checkout/sessions/create#create_checkout_session-customer_update-address).
     """
-    if session["status"] != "open":
+    if expire_if_due(store, session)["status"] != "open":
         raise StripeError(400, f"This Checkout Session is {session['status']}.", code="checkout_session_not_open")
     data = session["_subscription_data"]
     pm = payment_methods.resolve_pm(store, pm_id)

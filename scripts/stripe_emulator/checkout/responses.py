@@ -14,6 +14,7 @@ from flask import Blueprint, abort, redirect, request
 
 from ..core.expand import render
 from ..core.http import endpoint, store
+from ..core.lists import newest_first, paginate, strip_data
 from ..core.store import StripeError
 from . import models
 
@@ -38,7 +39,19 @@ def create_session(st, params):
 @bp.get("/v1/checkout/sessions/<session_id>")
 @endpoint()
 def retrieve_session(st, params, session_id):
-    return render(st, st.get("checkout_sessions", session_id), params.get("expand"))
+    return render(st, models.expire_if_due(st, st.get("checkout_sessions", session_id)), params.get("expand"))
+
+
+@bp.get("/v1/checkout/sessions")
+@endpoint()
+def list_sessions(st, params):
+    sessions = [models.expire_if_due(st, s) for s in newest_first(st.checkout_sessions.values())]
+    for key in ("customer", "status", "subscription"):
+        if params.get(key):
+            sessions = [s for s in sessions if s[key] == params[key]]
+    page = paginate(sessions, params, "/v1/checkout/sessions")
+    page["data"] = [render(st, s, strip_data(params.get("expand"))) for s in page["data"]]
+    return page
 
 
 def _open_session(session_id: str) -> dict:

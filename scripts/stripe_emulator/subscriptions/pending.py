@@ -9,11 +9,35 @@ https://docs.stripe.com/billing/subscriptions/pending-updates). The caller holds
 from __future__ import annotations
 
 from ..billing import invoicing
-from ..core.store import Store, public
+from ..core.store import Store, StripeError, public
 from ..products.models import legacy_plan
 from .objects import find_item
 
 PENDING_UPDATE_SECONDS = 23 * 3600
+
+# What Stripe accepts in an update with payment_behavior=pending_if_incomplete.
+PENDING_UPDATE_PARAMS = {"items", "proration_behavior", "proration_date", "payment_behavior",
+                         "expand", "billing_cycle_anchor", "trial_end", "trial_from_plan"}
+
+
+def check_params(params: dict) -> None:
+    """A pending update takes the parameters of ``PENDING_UPDATE_PARAMS``, and of an item its ``price`` and
+    ``quantity`` (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): no deletion.
+
+    An entry without ``id`` (a new item) is refused as not modelled: Stripe's page changes an existing
+    item's price in its example, and ``pending_update.subscription_items`` here holds changed items only.
+    """
+    extra = sorted(set(params) - PENDING_UPDATE_PARAMS)
+    extra += [f"items[{i}][{key}]" for i, entry in enumerate(params.get("items") or [])
+              for key in sorted(set(entry) - {"id", "price", "quantity"})]
+    if extra:
+        raise StripeError(400, "When payment_behavior is pending_if_incomplete, only some parameters "
+                          f"are supported; {extra[0]} is not one of them.", param=extra[0])
+    added = [f"items[{i}][price]" for i, entry in enumerate(params.get("items") or []) if not entry.get("id")]
+    if added:
+        raise StripeError(400, f"The emulator does not model adding an item in a pending update ({added[0]}): "
+                          "change an existing item's price or quantity, or use another payment_behavior.",
+                          code="parameter_unsupported", param=added[0])
 
 
 def apply_items(sub: dict, planned: list) -> None:

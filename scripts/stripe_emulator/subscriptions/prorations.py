@@ -17,7 +17,7 @@ from ..billing import cards, discounts, invoicing, periods
 from ..billing.objects import invoice_line
 from ..core.store import Store, StripeError
 from ..products.models import subscribable
-from . import pending
+from . import pending, usage
 from .objects import find_item
 
 PRORATION_BEHAVIORS = ("create_prorations", "none", "always_invoice")
@@ -25,10 +25,6 @@ PRORATION_BEHAVIORS = ("create_prorations", "none", "always_invoice")
 PAYMENT_BEHAVIORS = ("allow_incomplete", "default_incomplete", "error_if_incomplete",
                      "pending_if_incomplete")
 
-
-# What Stripe accepts in an update with payment_behavior=pending_if_incomplete.
-PENDING_UPDATE_PARAMS = {"items", "proration_behavior", "proration_date", "payment_behavior",
-                         "expand", "billing_cycle_anchor", "trial_end", "trial_from_plan"}
 
 
 def _day(ts: int) -> str:
@@ -221,28 +217,26 @@ def check_update(params: dict) -> None:
         raise StripeError(400, f"Invalid payment_behavior: must be one of {', '.join(PAYMENT_BEHAVIORS)}",
                           param="payment_behavior")
     if params.get("payment_behavior") == "pending_if_incomplete":
-        _check_pending(params)
-
-
-def _check_pending(params: dict) -> None:
-    """A pending update takes the parameters of ``PENDING_UPDATE_PARAMS``, and of an item its ``price`` and
-    ``quantity`` (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): no deletion."""
-    extra = sorted(set(params) - PENDING_UPDATE_PARAMS)
-    extra += [f"items[{i}][{key}]" for i, entry in enumerate(params.get("items") or [])
-              for key in sorted(set(entry) - {"id", "price", "quantity"})]
-    if extra:
-        raise StripeError(400, "When payment_behavior is pending_if_incomplete, only some parameters "
-                          f"are supported; {extra[0]} is not one of them.", param=extra[0])
+        pending.check_params(params)
 
 
 def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool) -> None:
     """``DELETE /v1/subscriptions/{id}``'s ``prorate`` (credit the unused time) and ``invoice_now``
-    (invoice what is pending now; a credit larger than the charges goes to the customer's balance)."""
+    (invoice what is pending now; a credit larger than the charges goes to the customer's balance).
+
+    ``invoice_now`` "will generate a final invoice that invoices for any un-invoiced metered usage and
+    new/pending proration invoice items" (https://docs.stripe.com/api/subscriptions/cancel): the
+    period's usage so far is billed on it; without it that usage is never billed. Usage has no
+    proration ("We don't support proration with usage-based billing",
+    https://docs.stripe.com/billing/subscriptions/usage-based/manage-billing-setup).
+    """
     lines, now = take_prorations(sub), store.now()
     if prorate and sub["status"] != "trialing":  # a trial's unused time cost nothing
         discount = discounts.current(store, sub["discounts"], now)
         lines += [_unused_line(store, sub, item, now, discount) for item in sub["items"]["data"]
                   if "quantity" in item]
+    if invoice_now:  # events of the cancellation's own second are before it (timestamps are whole seconds)
+        lines += usage.usage_lines(store, sub, periods.period_start(sub), now + 1)
     if not invoice_now or not lines:
         sub["_pending_prorations"] = lines
         return

@@ -6,7 +6,12 @@ as the quantity of its line times the price's ``unit_amount``
 (https://docs.stripe.com/billing/subscriptions/usage-based/how-it-works). The subscriptions here are
 ``billing_mode=classic``: an item added mid-period bills only the usage after it was added, and a
 removed item's usage is not billed (https://docs.stripe.com/billing/subscriptions/usage-based/manage-billing-setup,
-"Update prices mid-cycle"), so each item counts from ``_billed_from``, the time it was added.
+"Update prices mid-cycle"), so each item counts from ``_billed_from``, the time it was added. Usage
+during a trial is never billed: "During the trial period, any usage accrued doesn't count toward the
+total charged to the customer at the end of the billing cycle. After the trial period ends, usage
+accrues and is billed at the end of the next billing cycle"
+(https://docs.stripe.com/billing/subscriptions/usage-based/pricing-models, "Free trials"), so each
+item counts from ``trial_end`` too, and the invoice that ends a trial has no usage line.
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ from ..meters.models import aggregate
 
 
 def usage_lines(store: Store, sub: dict, start: int, end: int) -> list[dict]:
-    """One line per metered item of ``sub``: its usage in ``[start, end)`` at its price."""
+    """One line per metered item of ``sub``: its usage in ``[start, end)`` at its price, none for an item
+    whose billed time is empty there (a trial's)."""
     lines = []
     for item in sub["items"]["data"]:
         meter = store.meters.get((item["price"]["recurring"] or {}).get("meter") or "")
-        if "quantity" in item or meter is None:
+        billed_from = max(start, item.get("_billed_from", start), sub.get("trial_end") or start)
+        if "quantity" in item or meter is None or billed_from >= end:
             continue
-        value = aggregate(store, meter, sub["customer"], max(start, item.get("_billed_from", start)), end)
+        value = aggregate(store, meter, sub["customer"], billed_from, end)
         price = item["price"]
         described = f"{value:g} × {meter['display_name']} (at {price['unit_amount']} per unit)"
         lines.append(invoice_line(sub["id"], item["id"], price, round(value), round(value * price["unit_amount"]),

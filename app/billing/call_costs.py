@@ -1,0 +1,42 @@
+"""What one request of each endpoint that calls Stripe costs against ``PROVIDER_CALLS_RATE_LIMIT``.
+
+Data only, so that the settings' check (``app.config``) and the limiter (``app.auth.bearer``) read one table.
+"""
+
+# The most Stripe calls one request of each endpoint makes (CONTRACT "Changes to the fourth round": the
+# limit counts Stripe calls), bounded whatever the user's history: tests/test_money_edges.py measures
+# each against the emulator's request count. Endpoints not listed make one. The portal's
+# configuration is made once per process, not per request, and is not counted.
+PROVIDER_CALL_COSTS = {
+    # promotion code (find, price, paid invoices) + the open subscription read, voided, cancelled
+    # + any earlier subscription + customer + create
+    "subscription.intent": 9,
+    "subscription.checkout": 8,
+    # promotion code (3) + read or update + a test clock's time
+    "subscription.swap": 5,
+    "subscription.swap_preview": 5,
+    "subscription.cancel": 3,
+    "subscription.portal": 2,
+    "subscription.payment_method": 2,
+    "subscription.put_billing_details": 2,
+    "subscription.show_billing_details": 2,
+    "subscription.add_tax_id": 2,
+    # the period's subscription read, the meters' list (cached), a summary per meter (one is usual)
+    "usage.show": 3,
+    "usage.show_organization": 3,
+}
+
+# The dearest request: a limit below it per window would refuse every such request, so start-up refuses it.
+MOST_PROVIDER_CALLS = max(PROVIDER_CALL_COSTS.values())
+
+# The organisation's copy of a billing endpoint (``app.subscription.billables.register``) is the same
+# view with this prefix on its endpoint name, and makes the same calls.
+ORGANIZATION_ENDPOINT_PREFIX = "organization_"
+
+
+def cost_of(endpoint):
+    """Return what one request of Flask ``endpoint`` (``"blueprint.view"``) counts against the limit:
+    its entry in ``PROVIDER_CALL_COSTS``, the organisation's copy of a view as the view, else 1."""
+    blueprint, _, name = (endpoint or "").rpartition(".")
+    name = name.removeprefix(ORGANIZATION_ENDPOINT_PREFIX)
+    return PROVIDER_CALL_COSTS.get(f"{blueprint}.{name}", 1)

@@ -1,0 +1,44 @@
+"""Stripe Checkout for ``StripeProvider``: the sessions the service hands out, and whether one is open."""
+from stripe._v1_services import V1Services
+from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateParams
+from stripe.params.checkout import SessionListParams as CheckoutSessionListParams
+
+from app.billing.objects import CHECKOUT_ORIGIN
+from app.billing.stripe_calls import client_values_refused, provider_call
+
+
+class CheckoutCalls:
+    """The ``CheckoutContract`` half of ``StripeProvider``."""
+
+    _v1: V1Services  # the SDK's ``v1`` service, set by StripeProvider
+
+    def create_checkout_session(self, customer_id, line, urls, idempotency_key, trial_days=0, promotion_code=None,
+                                metered=(), automatic_tax=False):
+        params: CheckoutSessionCreateParams = {
+            "mode": "subscription", "customer": customer_id,
+            "line_items": [{"price": line["price"], "quantity": line["quantity"]}]
+            + [{"price": other} for other in metered],
+            "success_url": urls["success_url"], "cancel_url": urls["cancel_url"],
+        }
+        # Stripe's own code box stays off (no ``allow_promotion_codes``): a code typed there would
+        # skip the service's rules (once per person, restrictions); one reaches Checkout only resolved.
+        if promotion_code:
+            params["discounts"] = [{"promotion_code": promotion_code}]
+        # Marked, so that its creation's webhook leaves its trial to the session's completion (CommitPlan).
+        params["subscription_data"] = {"metadata": {"origin": CHECKOUT_ORIGIN}}
+        if trial_days:
+            params["subscription_data"]["trial_period_days"] = trial_days
+        if automatic_tax:
+            # Stripe Tax needs the customer's address: the page collects it onto the customer.
+            params["automatic_tax"] = {"enabled": True}
+            params["customer_update"] = {"address": "auto"}
+        with provider_call("create checkout session"), client_values_refused({"items": [line]}):
+            return self._v1.checkout.sessions.create(
+                params=params, options={"idempotency_key": idempotency_key}).to_dict()
+
+    def has_open_checkout_session(self, customer_id):
+        # Stripe expires an open session at its ``expires_at`` (24 hours by default), so an abandoned
+        # one stops counting by itself (https://docs.stripe.com/api/checkout/sessions/list#list_checkout_sessions-status).
+        params: CheckoutSessionListParams = {"customer": customer_id, "status": "open", "limit": 1}
+        with provider_call("list open checkout sessions"):
+            return bool(self._v1.checkout.sessions.list(params=params).data)
