@@ -200,3 +200,21 @@ def test_the_portal_changes_no_plan_that_has_usage_prices(usage_prices, flow):
     live = flow.stripe.v1.subscriptions.retrieve(subscription_id)
     assert sorted(item.price.id for item in live["items"].data) == sorted([flow.prices["basic"],
                                                                           flow.prices["basic_usage"]])
+
+
+def test_accepting_again_after_a_declined_seat_waits_for_that_invoice(team):
+    """The declined seat's change is Stripe's pending update, kept although nobody joined: accepting again
+    before its webhook is 409 ``payment_pending``, not a second open invoice for one seat (make test-cluster
+    found two)."""
+    subscription_id = team.subscribe()
+    customer = team.flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
+    method = team.flow.stripe.v1.payment_methods.attach("pm_card_chargeCustomerFail", params={"customer": customer})
+    team.flow.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": method.id})
+    team.flow.deliver()
+    team.person("cy")
+    invitation = team.invite("cy")
+    assert team.accept("cy", invitation).status_code == 402
+    again = team.accept("cy", invitation)  # no webhook delivered in between
+    assert again.status_code == 409 and again.json["error"]["code"] == "payment_pending", again.json
+    open_invoices = team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id, "status": "open"}).data
+    assert len(open_invoices) == 1 and team.members() == 1

@@ -3,6 +3,7 @@ from flask import g
 
 from app import presentation
 from app.auth.bearer import auth_required, current_user_for_update
+from app.errors import AppError
 from app.extensions import db
 from app.organizations import access, invitations
 from app.organizations.schemas import (
@@ -70,6 +71,13 @@ def accept(body):
     ``email_mismatch`` / ``email_unverified``); 400 ``invalid_token`` for a revoked, expired, used or foreign
     token. With a live subscription the seat is charged first: declined, 402 ``payment_required`` and the
     caller is not added (the invitation stays valid)."""
-    membership = invitations.accept(current_user_for_update(), body["token"])
+    try:
+        membership = invitations.accept(current_user_for_update(), body["token"])
+    except AppError as error:
+        if error.status < 500:
+            # What Stripe answered stands although nobody joins: a declined seat's pending change (so
+            # that a second accept is 409 ``payment_pending``, not a second invoice), a sync's rows.
+            db.session.commit()
+        raise
     db.session.commit()
     return present(membership)
