@@ -42,7 +42,7 @@ def organizations(run):
     lost = sum((known[kind] - told[kind]).total() for kind in told)
     doubled = sum((told[kind] - known[kind]).total() for kind in told)
     declined = run.teams[-1]
-    refused = declined.declined[:1] == [402] and declined.declined[1:] in ([402], [409])
+    refused = declined.declined == [402, 409]
     added = len(members[declined.org]) - 1
     problems = [p for team in run.teams for p in team.problems]
     return [("organisations whose Stripe quantity is not their member count",
@@ -56,7 +56,7 @@ def organizations(run):
              not lost and not doubled),
             ("declined seat: answers on hosts A, B; members added; Stripe quantity",
              f"{', '.join(map(str, declined.declined))}; {added}; {quantities[declined.org]}",
-             "402, 402 or 409; 0; 1", refused and added == 0 and quantities[declined.org] == 1),
+             "402, 409; 0; 1", refused and added == 0 and quantities[declined.org] == 1),
             ("invitation emails not read in time (held by the killed worker's lease; revoked, invited again)",
              str(sum(team.late_mails for team in run.teams)), "any", True),
             ("team clients' answers out of place", str(len(problems)) + (f" ({problems[0]})" if problems else ""),

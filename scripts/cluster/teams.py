@@ -169,9 +169,9 @@ def step(run, team, host):
 
 def decline(run, team, invitee):
     """The declined team's card is replaced by one that fails (as in the billing portal); ``invitee``
-    accepts on host A, then at once on host B: both refused and nobody joins. The second is 409 once
-    the pending seat change is stored, else 402 again: the first 402 rolled its write back, so the
-    pending state comes with Stripe's webhook, and until then each accept asks Stripe again."""
+    accepts on host A, then at once on host B: both refused and nobody joins. The first is 402 and keeps
+    Stripe's pending seat change, so the second is 409 ``payment_pending`` (no second invoice for the seat),
+    whether or not Stripe's webhook has come."""
     customer = run.stripe.v1.subscriptions.retrieve(team.subscription).customer
     method = run.stripe.v1.payment_methods.attach("pm_card_chargeCustomerFail", params={"customer": customer})
     run.stripe.v1.subscriptions.update(team.subscription, params={"default_payment_method": method.id})
