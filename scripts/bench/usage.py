@@ -26,9 +26,13 @@ PACED_RATE, PACED_EVENTS = 200, 1_000
 
 
 def _set_up(emulator, db, env):
-    """A ``bench_tokens`` meter, a customer and its user, a service key; return ``(user id, header)``."""
-    emulator.stripe.v1.billing.meters.create(params={"display_name": "Bench tokens", "event_name": "bench_tokens",
-                                                     "default_aggregation": {"formula": "sum"}})
+    """The ``bench_tokens`` meter, a customer and its user, a service key; return ``(user id, header)``."""
+    # One emulator serves both databases' rows: the meter is made once (Stripe refuses a second active
+    # meter of one event name).
+    active = emulator.stripe.v1.billing.meters.list(params={"status": "active", "limit": 100}).data
+    if not any(meter.event_name == "bench_tokens" for meter in active):
+        emulator.stripe.v1.billing.meters.create(params={"display_name": "Bench tokens", "event_name": "bench_tokens",
+                                                         "default_aggregation": {"formula": "sum"}})
     customer = emulator.stripe.v1.customers.create(params={"email": "usage@bench.example"}).id
     with db.engine.begin() as conn:
         user_id = conn.execute(insert(User.__table__).values(

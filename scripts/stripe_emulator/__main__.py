@@ -18,7 +18,8 @@ def main(argv=None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=12111)
     parser.add_argument("--state-file", type=Path, default=None,
-                        help="Keep the state in this JSON file: read at start, written after each change")
+                        help="Keep the state in this JSON file: read at start, written within half a second "
+                             "of a change and at stop")
     args = parser.parse_args(argv)
     app = create_app()
     store = app.extensions["stripe_emulator"]["store"]

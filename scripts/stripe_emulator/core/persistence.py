@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -89,17 +91,34 @@ def load(store: Store, path: Path) -> bool:
     return True
 
 
+# How long the saver waits after a change for more before writing: the whole state is one file (a few
+# MB after a busy run), so writing it after every POST made the emulator the bottleneck of a load
+# that POSTs often (meter events, make test-cluster); a kill loses at most this much.
+SAVE_DELAY = 0.5
+
+
 def persist(app: Flask, path: Path) -> None:
-    """Load ``path`` into ``app``'s store now, and save the store there after every request that may change it.
+    """Load ``path`` into ``app``'s store now, and save the store there within ``SAVE_DELAY`` seconds of
+    every request that may change it (one write for the requests of that time), from a thread of its own.
 
     The delivery worker's changes (an event's ``pending_webhooks``) are saved with the next such
     request, or by a last ``save`` when the emulator stops (``__main__``).
     """
     store = app.extensions["stripe_emulator"]["store"]
     load(store, path)
+    changed = threading.Event()
+
+    def saver():
+        while True:
+            changed.wait()
+            time.sleep(SAVE_DELAY)
+            changed.clear()
+            save(store, path)
+
+    threading.Thread(target=saver, name="emulator-state-saver", daemon=True).start()
 
     @app.after_request
     def save_changes(response):
         if request.method not in ("GET", "HEAD", "OPTIONS"):
-            save(store, path)
+            changed.set()
         return response
