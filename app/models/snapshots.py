@@ -44,7 +44,7 @@ class SubscriptionSnapshot(SubscriptionRules, Snapshot):
 
 class UserSnapshot(Snapshot):
     """A ``users`` row (what the "User" resource shows); ``subscriptions`` is its ``SubscriptionSnapshot``
-    list, by id as on ``User``."""
+    list, by id as on ``User``; ``has_organizations`` whether it is a member of any organisation."""
 
     COLUMNS = ("id", "email", "email_verified_at", "name", "pm_type", "pm_last_four")
 
