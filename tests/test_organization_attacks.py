@@ -138,17 +138,24 @@ def seats_of(team):
     return team.client.get(team.base, headers=team.ada).json["seats"]
 
 
+def refused_while_starting(team, name):
+    """``name`` registers, is invited and accepts while the organisation's subscription is being started:
+    409 ``payment_pending``, nobody added; return the invitation, still valid."""
+    team.person(name)
+    invitation = team.invite(name)
+    refused = team.accept(name, invitation)
+    assert refused.status_code == 409 and refused.json["error"]["code"] == "payment_pending", refused.json
+    assert team.members() == 1
+    return invitation
+
+
 def test_nobody_joins_while_the_organizations_checkout_is_open(team):
     """Checkout starts the subscription at the members it was opened with: an accept meanwhile would be a
     free seat, so it waits (409) and the invitation stays valid; after the payment, the seat is paid."""
     opened = team.client.post(f"{team.base}/subscription/checkout", json={"price": team.flow.prices["basic"], **URLS},
                               headers=team.ada)
     assert opened.status_code == 201, opened.json
-    team.person("bob")
-    invitation = team.invite("bob")
-    refused = team.accept("bob", invitation)
-    assert refused.status_code == 409 and refused.json["error"]["code"] == "payment_pending", refused.json
-    assert team.members() == 1
+    invitation = refused_while_starting(team, "bob")
     complete(team.flow, opened.json["id"])
     team.flow.deliver()
     assert team.accept("bob", invitation).status_code == 200, "the same invitation, once the first payment cleared"
@@ -161,10 +168,7 @@ def test_nobody_joins_while_the_organizations_first_payment_is_open(team):
     started = team.client.post(f"{team.base}/subscription/intent", json={"price": team.flow.prices["basic"]},
                                headers=team.ada)
     assert started.status_code == 201, started.json
-    team.person("bob")
-    invitation = team.invite("bob")
-    refused = team.accept("bob", invitation)
-    assert refused.status_code == 409 and refused.json["error"]["code"] == "payment_pending", refused.json
+    invitation = refused_while_starting(team, "bob")
     team.flow.pay(started.json["client_secret"])  # paid at Stripe; its webhooks not delivered yet
     assert team.accept("bob", invitation).status_code == 200
     team.flow.deliver()
@@ -207,10 +211,7 @@ def test_accepting_again_after_a_declined_seat_waits_for_that_invoice(team):
     before its webhook is 409 ``payment_pending``, not a second open invoice for one seat (make test-cluster
     found two)."""
     subscription_id = team.subscribe()
-    customer = team.flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
-    method = team.flow.stripe.v1.payment_methods.attach("pm_card_chargeCustomerFail", params={"customer": customer})
-    team.flow.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": method.id})
-    team.flow.deliver()
+    team.fail_card(subscription_id)
     team.person("cy")
     invitation = team.invite("cy")
     assert team.accept("cy", invitation).status_code == 402

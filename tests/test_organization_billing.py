@@ -75,6 +75,13 @@ class Team:
         self.flow.deliver()
         return started.json["subscription"]["id"]
 
+    def fail_card(self, subscription_id):
+        """Pay the organisation's subscription with a card every charge of which is declined from now on."""
+        customer = self.flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
+        method = self.flow.stripe.v1.payment_methods.attach("pm_card_chargeCustomerFail", params={"customer": customer})
+        self.flow.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": method.id})
+        self.flow.deliver()
+
     def members(self):
         with self.app.app_context():
             return db.session.query(Membership).filter_by(organization_id=self.org).count()
@@ -156,10 +163,7 @@ def test_accepting_pays_the_seat_first_and_leaving_lowers_it(team):
 
 def test_a_declined_seat_adds_nobody_and_the_invitation_stays(team):
     subscription_id = team.subscribe()
-    customer = team.flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
-    method = team.flow.stripe.v1.payment_methods.attach("pm_card_chargeCustomerFail", params={"customer": customer})
-    team.flow.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": method.id})
-    team.flow.deliver()
+    team.fail_card(subscription_id)
     team.person("cy")
     invitation = team.invite("cy")
     declined = team.accept("cy", invitation)

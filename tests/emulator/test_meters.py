@@ -111,16 +111,7 @@ def test_metered_prices_need_a_meter_and_take_no_quantity(stripe_client, custome
 
 
 def test_renewal_on_a_test_clock_bills_the_periods_usage(stripe_client, emulator, price):
-    meter = _meter(stripe_client)
-    metered = stripe_client.v1.prices.create(params={
-        "currency": "usd", "unit_amount": 3, "product": price.product,
-        "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}})
-    clock = stripe_client.v1.test_helpers.test_clocks.create(params={"frozen_time": emulator.clock() - 3600})
-    cus = stripe_client.v1.customers.create(params={
-        "email": "m@example.com", "payment_method": "pm_card_visa", "test_clock": clock.id,
-        "invoice_settings": {"default_payment_method": "pm_card_visa"}})
-    sub = stripe_client.v1.subscriptions.create(params={"customer": cus.id, "items": [
-        {"price": price.id}, {"price": metered.id}]})
+    clock, cus, sub, _ = _metered_on_clock(stripe_client, emulator, price)
     first = stripe_client.v1.invoices.retrieve(sub.latest_invoice)
     assert first.amount_due == price.unit_amount, "the first invoice charges the licensed price only"
     assert "quantity" not in sub["items"].data[1]
