@@ -60,6 +60,10 @@ class RemoteEmulator:
         """Move the emulator's clock on by ``seconds``; renewals and period ends fall due."""
         return self._call("POST", "clock/advance", {"seconds": seconds})
 
+    def rewind(self):
+        """Put the emulator's clock back to real time (what ``advance`` added is taken off)."""
+        return self._call("POST", "clock/rewind", {})
+
     def api_requests(self):
         """Return how many ``/v1`` requests the emulator has served since its last reset."""
         return self._call("GET", "requests")["total"]
