@@ -42,7 +42,7 @@ NOT_EXPRESSIBLE = {
 }
 
 # A few examples per operation, the same ones every run; more in the deep run.
-EXAMPLES = settings(max_examples=budget(quick=5, deep=50), deadline=None, derandomize=True, database=None,
+EXAMPLES = settings(max_examples=budget(quick=3, deep=50), deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 
 

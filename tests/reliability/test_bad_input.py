@@ -29,7 +29,7 @@ from tests.reliability.support import TALLY
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           response_headers_conformance]
-EXAMPLES_PER_OPERATION = budget(quick=6, deep=30)
+EXAMPLES_PER_OPERATION = budget(quick=4, deep=30)
 
 
 @pytest.fixture
