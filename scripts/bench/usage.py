@@ -1,19 +1,16 @@
 """Usage reports (issue 34): ``POST /usage/events`` ingest under load and one batch at a time, and the
 delivery worker's throughput to the emulator's meter events."""
-import http.client
-import itertools
 import json
 import subprocess
 import sys
-import threading
 import time
 
 from sqlalchemy import func, insert, select
 
 from app.models import UsageEvent, User
-from scripts.bench.settings import CONNECTIONS, HOST, REPO, log
+from scripts.bench.settings import CONNECTIONS, REPO, log
 from scripts.bench.table import fmt, verdict
-from scripts.bench.webhook_load import percentile
+from scripts.bench.webhook_load import percentile, post_concurrently
 
 BATCH = 100
 SINGLE_BATCHES = 200
@@ -49,38 +46,13 @@ def _set_up(emulator, db, env):
 
 def _drive(port, headers, user_id, senders, duration, prefix, limit=None):
     """POST batches of ``BATCH`` new events from ``senders`` threads for ``duration`` s (or ``limit`` batches)."""
-    counter, latencies, failures = itertools.count(), [], []
-    deadline = time.monotonic() + duration
+    def request_of(index):
+        return json.dumps({"events": [{"identifier": f"{prefix}-{index}-{n}", "event_name": "bench_tokens",
+                                       "customer": {"user": user_id}, "value": n + 1} for n in range(BATCH)]}), headers
 
-    def sender():
-        conn = http.client.HTTPConnection(HOST, port, timeout=30)
-        while time.monotonic() < deadline:
-            index = next(counter)
-            if limit is not None and index >= limit:
-                break
-            body = json.dumps({"events": [{"identifier": f"{prefix}-{index}-{n}", "event_name": "bench_tokens",
-                                           "customer": {"user": user_id}, "value": n + 1} for n in range(BATCH)]})
-            started = time.perf_counter()
-            try:
-                conn.request("POST", "/usage/events", body=body, headers=headers)
-                response = conn.getresponse()
-                answer = json.loads(response.read())
-                latencies.append((time.perf_counter() - started) * 1000)
-                if response.status != 202 or answer != {"accepted": BATCH, "duplicates": 0}:
-                    failures.append((response.status, str(answer)[:200]))
-            except (OSError, http.client.HTTPException, ValueError) as exc:
-                failures.append((None, repr(exc)))
-                conn.close()
-                conn = http.client.HTTPConnection(HOST, port, timeout=30)
-        conn.close()
-
-    threads = [threading.Thread(target=sender, daemon=True) for _ in range(senders)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(duration + 60)
-    elapsed = time.perf_counter() - started
+    latencies, failures, elapsed = post_concurrently(port, "/usage/events", request_of,
+                                                     (202, {"accepted": BATCH, "duplicates": 0}), senders, duration,
+                                                     limit if limit is not None else sys.maxsize)
     ok = len(latencies) - sum(1 for status, _ in failures if status is not None)
     return {"events_per_s": ok * BATCH / elapsed, "batches": len(latencies), "errors": len(failures),
             "p50_ms": percentile(latencies, 0.5), "p99_ms": percentile(latencies, 0.99),

@@ -118,32 +118,33 @@ def in_creation_order(by_customer):
     return [payload for step in itertools.zip_longest(*lists) for payload in step if payload is not None]
 
 
-def drive_webhooks(port, payloads, senders, duration, secret):
-    """POST signed ``payloads`` in order from ``senders`` threads until all are sent or ``duration`` s pass.
+def post_concurrently(port, path, request_of, expected, senders, duration, limit):
+    """POST ``request_of(index)`` (``(body, headers)``) for index 0, 1, ... from ``senders`` threads, each on a
+    connection of its own, until ``limit`` requests are made or ``duration`` s pass.
 
-    Returns events/s, p50/p99 (ms), sent, ok and errors. Bounded in count (the payloads) and time.
+    An answer is a failure unless it is ``expected`` (``(status, JSON body)``). Returns ``(latencies,
+    failures, elapsed)``: the ms of each request answered, ``(status, text)`` per failure (``status``
+    ``None`` when no answer came) and the seconds all took.
     """
-    counter = itertools.count()
-    latencies, failures = [], []
+    counter, latencies, failures = itertools.count(), [], []
     deadline = time.monotonic() + duration
+    status, body = expected
 
     def sender():
         conn = http.client.HTTPConnection(HOST, port, timeout=30)
         while time.monotonic() < deadline:
             index = next(counter)
-            if index >= len(payloads):
+            if index >= limit:
                 break
-            body = payloads[index]
-            headers = {"Content-Type": "application/json", "Stripe-Signature": sign(body, secret)}
+            payload, headers = request_of(index)
             started = time.perf_counter()
             try:
-                conn.request("POST", "/provider/webhook", body=body, headers=headers)
+                conn.request("POST", path, body=payload, headers=headers)
                 response = conn.getresponse()
                 answer = response.read()
-                elapsed = time.perf_counter() - started
-                if response.status != 200 or json.loads(answer) != {"received": True}:
+                latencies.append((time.perf_counter() - started) * 1000)
+                if response.status != status or json.loads(answer) != body:
                     failures.append((response.status, answer[:200].decode(errors="replace")))
-                latencies.append(elapsed * 1000)
             except (OSError, http.client.HTTPException, ValueError) as exc:
                 failures.append((None, repr(exc)))
                 conn.close()
@@ -156,7 +157,20 @@ def drive_webhooks(port, payloads, senders, duration, secret):
         thread.start()
     for thread in threads:
         thread.join(duration + 60)
-    elapsed = time.perf_counter() - started
+    return latencies, failures, time.perf_counter() - started
+
+
+def drive_webhooks(port, payloads, senders, duration, secret):
+    """POST signed ``payloads`` in order from ``senders`` threads until all are sent or ``duration`` s pass.
+
+    Returns events/s, p50/p99 (ms), sent, ok and errors. Bounded in count (the payloads) and time.
+    """
+    def request_of(index):
+        body = payloads[index]
+        return body, {"Content-Type": "application/json", "Stripe-Signature": sign(body, secret)}
+
+    latencies, failures, elapsed = post_concurrently(port, "/provider/webhook", request_of, (200, {"received": True}),
+                                                     senders, duration, len(payloads))
     sent = len(latencies) + sum(1 for status, _ in failures if status is None)
     return {
         "events_per_s": (len(latencies) - sum(1 for s, _ in failures if s is not None)) / elapsed,
