@@ -1,7 +1,7 @@
 """Marshmallow fields shared by the schemas."""
 import re
 
-from marshmallow import fields
+from marshmallow import Schema, ValidationError, fields, pre_load
 
 from app.timeutil import isoformat_z
 
@@ -72,3 +72,16 @@ class Timestamp(fields.Field):
 
     def _serialize(self, value, attr, obj, **kwargs):
         return isoformat_z(value)
+
+
+class StrictQuerySchema(Schema):
+    """A query's schema that refuses a parameter it does not name (422 ``validation_error``, "Unknown
+    field."), where webargs drops unknown query parameters by default: a misspelt or withdrawn one
+    (swap preview's old ``proration``, a usage window's ``from``) must not silently change the answer."""
+
+    @pre_load
+    def refuse_unknown(self, data, **kwargs):
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise ValidationError({name: ["Unknown field."] for name in unknown})
+        return data

@@ -2,9 +2,9 @@
 from urllib.parse import urlsplit
 
 from flask import current_app
-from marshmallow import Schema, ValidationError, fields, pre_load, validate, validates_schema
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from app.fields import STORABLE_DESCRIPTION, Boolean, Text, Url
+from app.fields import STORABLE_DESCRIPTION, Boolean, StrictQuerySchema, Text, Url
 from app.notifications.schemas import NotificationSchema
 from app.pagination import PageQuerySchema
 from app.presentation import InvoiceSchema, PendingUpdateSchema, SubscriptionSchema
@@ -59,18 +59,9 @@ class SwapRequestSchema(Schema):
     promotion_code = promotion_code_field()
 
 
-class SwapPreviewQuerySchema(Schema):
+class SwapPreviewQuerySchema(StrictQuerySchema):
     price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
     promotion_code = promotion_code_field()
-
-    @pre_load
-    def refuse_unknown(self, data, **kwargs):
-        # A query's unknown parameters are dropped by default (webargs); here one may be the old
-        # ``proration``, and a client that sends it must learn that it no longer chooses.
-        unknown = sorted(set(data) - set(self.fields))
-        if unknown:
-            raise ValidationError({name: ["Unknown field."] for name in unknown})
-        return data
 
 
 class SwapSchema(Schema):

@@ -2,7 +2,9 @@
 import re
 import time
 
-from marshmallow import Schema, ValidationError, fields, pre_load, validate, validates_schema
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from app.fields import StrictQuerySchema
 
 # Stripe's window for a meter event's timestamp: the past 35 calendar days, at most 5 minutes ahead
 # (https://docs.stripe.com/api/billing/meter-event/create).
@@ -79,21 +81,12 @@ class AcceptedSchema(Schema):
     duplicates = fields.Integer(required=True, metadata={"description": "Events whose identifier was already received"})
 
 
-class UsageQuerySchema(Schema):
+class UsageQuerySchema(StrictQuerySchema):
     start = fields.Integer(load_default=None, validate=validate.Range(min=0, max=2**40), metadata={
         "multipleOf": 60, "description": "Unix seconds, minute-aligned; default the current period's start"})
     end = fields.Integer(load_default=None, validate=validate.Range(min=0, max=2**40), metadata={
         "multipleOf": 60, "description": "Unix seconds, minute-aligned; default the current period's end; at most "
                                          "start is read as one minute after it"})
-
-    @pre_load
-    def refuse_unknown(self, data, **kwargs):
-        # The document says no other parameter (additionalProperties: false): a misspelt one is a 422,
-        # not a silently different window.
-        unknown = sorted(set(data) - set(self.fields))
-        if unknown:
-            raise ValidationError({name: ["Unknown field."] for name in unknown})
-        return data
 
     @validates_schema
     def aligned(self, data, **kwargs):
