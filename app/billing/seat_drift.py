@@ -59,7 +59,7 @@ def _reconcile(provider, organization, dry_run):
     subscription = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
     members = organization.seat_count()
     # The seats are the licensed item's: a plan's metered items (no quantity) are not seats.
-    licensed = [item for item in subscription.items if item.quantity is not None] if subscription is not None else []
+    licensed = subscription.licensed_items if subscription is not None else []
     if len(licensed) != 1 or licensed[0].quantity == members:
         return None
     item = licensed[0]

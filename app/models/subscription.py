@@ -70,6 +70,12 @@ class Subscription(SubscriptionRules, db.Model):
     items = relationship("SubscriptionItem", back_populates="subscription", cascade="all, delete-orphan",
                          passive_deletes=True, order_by="SubscriptionItem.id")
 
+    @property
+    def licensed_items(self):
+        """The items that carry the plan and its seats: all but the plan's metered items, which have no
+        ``quantity`` (Stripe gives a licensed item one, always; CONTRACT "Usage-based billing")."""
+        return [item for item in self.items if item.quantity is not None]
+
     def __repr__(self):
         return f"<Subscription {self.provider_id} {self.provider_status}>"
 

@@ -94,7 +94,7 @@ def set_seats(organization, count, reason):
     """
     subscription = seat_subscription(organization)
     # The seats are the licensed item's: a plan's metered items (no quantity) ride along uncounted.
-    licensed = current.licensed(subscription) if subscription is not None else []
+    licensed = subscription.licensed_items if subscription is not None else []
     if len(licensed) != 1:
         return None
     item, provider = licensed[0], get_provider()

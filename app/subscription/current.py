@@ -54,16 +54,11 @@ def priced(billable, lock=True):
     subscription = changeable(billable, lock)
     if subscription.provider_status in DUNNING_STATUSES:
         raise SubscriptionPastDue.for_status(subscription.provider_status)
-    if len(licensed(subscription)) != 1:
-        raise Conflict(f"The subscription has {len(licensed(subscription))} prices; only a single-price "
-                       "subscription can be changed here.", details={"items": len(licensed(subscription))})
+    prices = len(subscription.licensed_items)
+    if prices != 1:
+        raise Conflict(f"The subscription has {prices} prices; only a single-price subscription can be changed "
+                       "here.", details={"items": prices})
     return subscription
-
-
-def licensed(subscription):
-    """The items that carry the plan and its seats: all but the plan's metered items, which have no
-    quantity (``app.usage.plans``)."""
-    return [item for item in subscription.items if item.quantity is not None]
 
 
 def write(billable, live):

@@ -44,7 +44,7 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
     if proration_date is not None:
         current.check_proration_date(subscription, proration_date, current.stripe_now(subscription))
     current.refuse_while_pending(billable, subscription)
-    item = current.licensed(subscription)[0]
+    item = subscription.licensed_items[0]
     provider = get_provider()
     now_on = {"price": item.provider_price, "quantity": item.quantity or 1}
     wanted = {**now_on, **change}
@@ -127,7 +127,7 @@ def preview_swap(billable, price, promotion_code=None):
         raise UnknownPrice.for_price(price)
     promotion = promotions.resolve(promotion_code, price, billable, _seats(billable))
     subscription = current.priced(billable, lock=False)  # a read at Stripe: nothing changes there, nothing to serialise
-    item, provider = current.licensed(subscription)[0], get_provider()
+    item, provider = subscription.licensed_items[0], get_provider()
     quantity = item.quantity or 1
     now = current.stripe_now(subscription)
     details = {"items": [{"id": item.provider_id, "price": price}, *usage_plans.swap_items(subscription.items, price)],

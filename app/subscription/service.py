@@ -14,7 +14,6 @@ from app.extensions import db
 from app.models import Notification, Subscription
 from app.notifications.kinds import ACCOUNT_EMAILS
 from app.pagination import newest_first
-from app.subscription import current
 from app.usage import plans as usage_plans
 
 
@@ -171,7 +170,7 @@ def portal_url(billable, return_url=None):
     # A subscription with metered items is locked too: the portal would swap its licensed price alone.
     plan_changes = subscription is not None and subscription.pending_price is None \
         and subscription.pending_quantity is None and subscription.provider_status in VALID_STATUSES \
-        and current.licensed(subscription) == list(subscription.items)
+        and subscription.licensed_items == list(subscription.items)
     configuration = portal.configuration_id(provider, plan_changes)
     return provider.create_portal_session(ensure_customer(billable), return_url, configuration)
 
