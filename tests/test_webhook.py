@@ -361,12 +361,35 @@ def test_a_subscription_the_row_cannot_hold_is_refused_whole(app, client, custom
 
 
 def test_a_tie_the_provider_cannot_resolve_leaves_the_row_and_is_acknowledged(app, client, customer):
-    # Same second as the create: only the live subscription could order them, and the provider
-    # (here the emulator) knows no such subscription. A 5xx would repeat that on every retry.
-    created = load_event("01")
-    accepted(post(client, created))
+    # Two active states of the same second: only the live subscription could order them, and the
+    # provider (here the emulator) knows no such subscription. A 5xx would repeat that on every retry.
+    activated = load_event("03")
+    accepted(post(client, activated))
     before = snapshot(app)
-    accepted(post(client, load_event("03", created=created["created"])))
+    scheduled = load_event("03", id="evt_tied", created=activated["created"])
+    scheduled["data"]["object"]["cancel_at_period_end"] = True
+    accepted(post(client, scheduled))
     after = snapshot(app)
     assert (after["subscriptions"], after["users"], after["ledger"]) == (
         before["subscriptions"], before["users"], before["ledger"] + 1)
+
+
+def test_a_tie_the_statuses_order_is_written_without_a_live_read(app, client, customer):
+    # A creation's burst: incomplete, then active in the same second. A subscription never returns
+    # to incomplete, so the active state is the newer one; the emulator knows no such subscription,
+    # so a live read would have been refused and left the row incomplete.
+    created = load_event("01")
+    accepted(post(client, created))
+    accepted(post(client, load_event("03", created=created["created"])))
+    assert [row[1] for row in snapshot(app)["subscriptions"]] == ["active"]
+
+
+def test_a_tied_state_at_an_earlier_status_stage_is_stale(app, client, customer):
+    # The same burst delivered the other way round: the incomplete state is the older one.
+    activated = load_event("03")
+    accepted(post(client, activated))
+    before = snapshot(app)
+    accepted(post(client, load_event("01", created=activated["created"])))
+    after = snapshot(app)
+    assert [row[1] for row in after["subscriptions"]] == ["active"]
+    assert (after["subscriptions"], after["users"]) == (before["subscriptions"], before["users"])

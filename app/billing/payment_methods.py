@@ -37,14 +37,15 @@ def promote(provider, billable, payment_method_id, customer=None):
         store_card(billable, default)
         return False
     try:
-        provider.set_default_payment_method(billable.provider_id, payment_method_id)
+        # Stripe's answer is the updated customer, its new default expanded: the card to mirror.
+        updated = provider.set_default_payment_method(billable.provider_id, payment_method_id)
     except ProviderRejected as exc:
         # A refusal is final: failing the webhook would only repeat it on every retry for days
         # and keep the subscription row from ever committing.
         log.warning("payment method %s not promoted for customer %s: %s", payment_method_id, billable.provider_id, exc)
         refresh_from_customer(provider, billable, customer)
         return False
-    store_card(billable, provider.retrieve_payment_method(payment_method_id))
+    refresh_from_customer(provider, billable, updated)
     return True
 
 

@@ -49,7 +49,11 @@ def lock_customer(customer_id):
     """
     if not customer_id:
         return None
-    # Core, on the session's connection: no ORM object is involved until the load below.
+    # Core, on the session's connection: no ORM object is involved until the load below. Two statements,
+    # not one SELECT ... FOR UPDATE with the joins: under READ COMMITTED a SELECT that waited for the
+    # lock re-reads only the locked row, and its joined rows come from the snapshot taken before the
+    # wait (PostgreSQL docs, "Read Committed Isolation Level"), so it would miss a subscription that a
+    # concurrent delivery for the same customer just wrote. The SELECT after the UPDATE sees it.
     connection = db.session.connection()
     for locking, loading in _LOCKS:
         billable_id = connection.scalar(locking, {"customer_id": customer_id, "now": utcnow()})

@@ -31,6 +31,10 @@ PAUSED_STATUSES = frozenset({"paused"})
 # Statuses that end a subscription for good at the provider.
 TERMINAL_STATUSES = frozenset({"canceled", "incomplete_expired"})
 
+# The one status a subscription is created in and never returns to (the first payment failed or
+# needs action).
+FIRST_STATUSES = frozenset({"incomplete"})
+
 
 def awaits_card(status, card_saved):
     """Whether a subscription is a free trial whose card is not saved yet (its SetupIntent has not succeeded)."""
@@ -46,3 +50,19 @@ def is_valid(status, ends_at, now, card_saved=True):
     trials cannot be farmed without a card (CONTRACT "Changes to the third round").
     """
     return status in VALID_STATUSES and not awaits_card(status, card_saved) and (ends_at is None or ends_at > now)
+
+
+def _stage(status):
+    return 0 if status in FIRST_STATUSES else 2 if status in TERMINAL_STATUSES else 1
+
+
+def tie_order(stored, incoming):
+    """Which of two states of one subscription from the same second is newer, told by their statuses:
+    ``1`` when ``incoming`` is, ``-1`` when ``stored`` is, ``0`` when the statuses cannot tell.
+
+    Stripe's status moves one way through three stages (subscription object, ``status``): a
+    subscription starts ``incomplete`` and never returns to it, and ``incomplete_expired`` and
+    ``canceled`` are terminal. A state at a later stage is therefore the newer one, whatever the
+    clock says; within a stage (``active`` and ``past_due`` go both ways) only a live read can tell.
+    """
+    return (_stage(incoming) > _stage(stored)) - (_stage(incoming) < _stage(stored))

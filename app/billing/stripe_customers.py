@@ -28,7 +28,7 @@ from stripe.params.billing_portal import (
 )
 
 from app.billing.provider_errors import InvalidTaxId
-from app.billing.stripe_calls import cursor_refused, one_line, provider_call
+from app.billing.stripe_calls import cursor_refused, one_line, provider_call, read
 from app.errors import NotFound
 
 log = logging.getLogger("app.billing.stripe_provider")
@@ -43,6 +43,7 @@ PORTAL_IDEMPOTENCY_WINDOW = 60
 class CustomerCalls:
     """Calls on a customer and what hangs off it; every one may raise ``ProviderUnavailable`` (503)."""
 
+    _client: stripe.StripeClient  # set by StripeProvider
     _v1: V1Services  # the SDK's ``v1`` service, set by StripeProvider
 
     def create_customer(self, email, name, metadata, idempotency_key):
@@ -54,17 +55,18 @@ class CustomerCalls:
     def retrieve_customer(self, customer_id):
         params: CustomerRetrieveParams = {"expand": ["invoice_settings.default_payment_method"]}
         with provider_call("retrieve customer"):
-            return self._v1.customers.retrieve(customer_id, params=params).to_dict()
+            return read(self._client, "customers", customer_id, params)
 
     def set_default_payment_method(self, customer_id, payment_method_id):
-        params: CustomerUpdateParams = {"invoice_settings": {"default_payment_method": payment_method_id}}
+        params: CustomerUpdateParams = {"invoice_settings": {"default_payment_method": payment_method_id},
+                                        "expand": ["invoice_settings.default_payment_method"]}
         with provider_call("set default payment method"):
-            self._v1.customers.update(customer_id, params=params)
+            return self._v1.customers.update(customer_id, params=params).to_dict()
 
     def retrieve_payment_method(self, payment_method_id):
         with provider_call("retrieve payment method"):
             try:
-                return self._v1.payment_methods.retrieve(payment_method_id).to_dict()
+                return read(self._client, "payment_methods", payment_method_id)
             except stripe.InvalidRequestError as exc:
                 if exc.code == "resource_missing":
                     return None
@@ -72,7 +74,7 @@ class CustomerCalls:
 
     def retrieve_payment_intent(self, payment_intent_id):
         with provider_call("retrieve payment intent"):
-            return self._v1.payment_intents.retrieve(payment_intent_id).to_dict()
+            return read(self._client, "payment_intents", payment_intent_id)
 
     def update_billing_details(self, customer_id, name, address):
         params: CustomerUpdateParams = {"address": address}

@@ -26,7 +26,7 @@ from app import jsonbody
 from app.billing import sync
 from app.billing.provider import SubscriptionProvider
 from app.billing.provider_errors import ChangeDeclined
-from app.billing.stripe_calls import client_values_refused, one_line, provider_call, requests_session, signed_at
+from app.billing.stripe_calls import client_values_refused, one_line, provider_call, read, requests_session, signed_at
 from app.billing.stripe_checkout import CheckoutCalls
 from app.billing.stripe_customers import CustomerCalls
 from app.billing.stripe_meters import MeterCalls
@@ -129,7 +129,7 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, SubscriptionProvi
     def retrieve_subscription(self, subscription_id):
         params: SubscriptionRetrieveParams = {"expand": SUBSCRIPTION_EXPAND}
         with provider_call("retrieve subscription"):
-            return self._v1.subscriptions.retrieve(subscription_id, params=params).to_dict()
+            return read(self._client, "subscriptions", subscription_id, params)
 
     def list_subscriptions(self, customer_id):
         params: SubscriptionListParams = {"customer": customer_id, "status": "all", "limit": 100}

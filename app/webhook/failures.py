@@ -10,7 +10,7 @@ import logging
 from contextlib import contextmanager
 from datetime import timedelta
 
-from sqlalchemy import bindparam, delete, exists, func, select, update
+from sqlalchemy import bindparam, delete, exists, func, select, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -26,8 +26,9 @@ _DIALECT_INSERT = {"postgresql": postgresql_insert, "sqlite": sqlite_insert}
 MESSAGE_LENGTH = 1000
 
 _FAILED = FailedWebhookEvent.__table__
-_RESOLVE = (update(_FAILED).where(_FAILED.c.id == bindparam("event_id"), _FAILED.c.resolved_at.is_(None))
-            .values(resolved_at=bindparam("now")))
+# Text, so that the webhook's ledger insert can carry it in its WITH on PostgreSQL (``service.record``).
+RESOLVE_SQL = f"UPDATE {_FAILED.name} SET resolved_at = :now WHERE id = :id AND resolved_at IS NULL"
+_RESOLVE = text(RESOLVE_SQL).bindparams(bindparam("now", type_=_FAILED.c.resolved_at.type))
 
 
 @contextmanager
@@ -88,7 +89,7 @@ def record_failure(event, payload, exc):
 
 def resolve(event_id):
     """Mark the event's failure record resolved, in the caller's transaction (no record: no change)."""
-    db.session.connection().execute(_RESOLVE, {"event_id": event_id, "now": utcnow()})
+    db.session.connection().execute(_RESOLVE, {"id": event_id, "now": utcnow()})
 
 
 def count_open():
