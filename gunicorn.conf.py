@@ -95,11 +95,12 @@ def child_exit(server, worker):
 def post_worker_init(worker):
     """Move everything the worker allocated loading the app to the collector's permanent generation.
 
-    The app's modules, mappers, schemas and the Stripe SDK's types are hundreds of thousands of objects
-    that live as long as the worker; left tracked, each full (generation 2) collection walks them all,
+    The app's modules, mappers, schemas and the Stripe SDK's types are about 150,000 objects that live
+    as long as the worker; left tracked, each full (generation 2) collection walks them all,
     a pause of about 100 ms on a 2-core VM that was the p99 of ``POST /usage/events`` (issue 35). Frozen
     (``gc.freeze``, Python docs "gc"), a full collection walks only what requests allocated since.
     """
     import gc
 
+    gc.collect()  # garbage left from loading is collected first: once frozen, it would never be
     gc.freeze()

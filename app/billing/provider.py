@@ -34,7 +34,7 @@ class SubscriptionProvider(CheckoutContract, MeterContract):
     @abstractmethod
     def set_default_payment_method(self, customer_id, payment_method_id):
         """Make the payment method the customer's ``invoice_settings.default_payment_method``; return the
-        customer as ``retrieve_customer`` does (the method expanded)."""
+        customer, its new default expanded (or named by id, which the caller then reads)."""
 
     @abstractmethod
     def retrieve_payment_method(self, payment_method_id):

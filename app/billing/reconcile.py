@@ -50,11 +50,9 @@ class DryRunProvider:
         return sync_billable(self, billable)
 
     def set_default_payment_method(self, customer_id, payment_method_id):
-        """Skip the write; answer with the customer as the write would have left it (its new default named
-        by id, which the caller reads), so the local mirror of the card is computed as if it had happened."""
-        customer = self.retrieve_customer(customer_id)
-        return {**customer, "invoice_settings": {**(customer.get("invoice_settings") or {}),
-                                                 "default_payment_method": payment_method_id}}
+        """Skip the write; answer as the write would have (the new default, named by id: the caller reads
+        it), so the local mirror of the card is computed as if it had happened."""
+        return {"id": customer_id, "invoice_settings": {"default_payment_method": payment_method_id}}
 
 
 def _may_have_drifted(now, stale_days):

@@ -50,7 +50,7 @@ def lock_customer(customer_id):
     if not customer_id:
         return None
     # Core, on the session's connection: no ORM object is involved until the load below. Two statements,
-    # not one SELECT ... FOR UPDATE with the joins: under READ COMMITTED a SELECT that waited for the
+    # not one SELECT ... FOR NO KEY UPDATE with the joins: under READ COMMITTED a SELECT that waited for the
     # lock re-reads only the locked row, and its joined rows come from the snapshot taken before the
     # wait (PostgreSQL docs, "Read Committed Isolation Level"), so it would miss a subscription that a
     # concurrent delivery for the same customer just wrote. The SELECT after the UPDATE sees it.
@@ -81,7 +81,8 @@ def live_as_of():
     """Return the ``as_of`` of a live read: now, to the second, as provider event times are.
 
     Truncating makes an event from the same second as the read a tie, which the webhook path
-    resolves by reading the live object, instead of an event that looks older than it is.
+    resolves (by the statuses' stages when they tell, else by reading the live object) instead of an
+    event that looks older than it is.
     """
     return utcnow().replace(microsecond=0)
 

@@ -31,9 +31,12 @@ PAUSED_STATUSES = frozenset({"paused"})
 # Statuses that end a subscription for good at the provider.
 TERMINAL_STATUSES = frozenset({"canceled", "incomplete_expired"})
 
-# The one status a subscription is created in and never returns to (the first payment failed or
-# needs action).
+# The status only a new subscription is ever in (its first payment failed or needs action); once it
+# leaves it, it never returns.
 FIRST_STATUSES = frozenset({"incomplete"})
+
+# Every status Stripe documents at the pinned API version; a tie is ordered by statuses only among these.
+KNOWN_STATUSES = VALID_STATUSES | DEAD_STATUSES
 
 
 def awaits_card(status, card_saved):
@@ -60,9 +63,12 @@ def tie_order(stored, incoming):
     """Which of two states of one subscription from the same second is newer, told by their statuses:
     ``1`` when ``incoming`` is, ``-1`` when ``stored`` is, ``0`` when the statuses cannot tell.
 
-    Stripe's status moves one way through three stages (subscription object, ``status``): a
-    subscription starts ``incomplete`` and never returns to it, and ``incomplete_expired`` and
-    ``canceled`` are terminal. A state at a later stage is therefore the newer one, whatever the
-    clock says; within a stage (``active`` and ``past_due`` go both ways) only a live read can tell.
+    Stripe's status moves one way through three stages (subscription object, ``status``): only a new
+    subscription is ever ``incomplete`` and it never returns there, and ``incomplete_expired`` and
+    ``canceled`` are terminal. A state at a later stage is therefore the newer one, whatever the clock
+    says; within a stage (``active`` and ``past_due`` go both ways) only a live read can tell, and so
+    it is for a status this service does not know (one Stripe adds later) or a missing one.
     """
+    if stored not in KNOWN_STATUSES or incoming not in KNOWN_STATUSES:
+        return 0
     return (_stage(incoming) > _stage(stored)) - (_stage(incoming) < _stage(stored))

@@ -1,5 +1,5 @@
 """How the ``stripe`` SDK's errors become the service's error tree (SPEC 4; the SDK's error classes:
-https://docs.stripe.com/api/errors/handling).
+https://docs.stripe.com/api/errors/handling), and the plain reads (``read``) that skip its object trees.
 
 Network failures, rate limits and Stripe's 5xx become ``ProviderUnavailable`` (503); a request
 Stripe refuses (its 4xx) becomes ``ProviderRejected`` (502) unless a call maps it more precisely
@@ -78,7 +78,8 @@ def cursor_refused(starting_after):
 
 
 def read(client, resource, object_id, params=None):
-    """GET ``/v1/<resource>/<object_id>`` through the SDK and return Stripe's JSON answer (dicts and lists).
+    """GET ``/v1/<resource>/<object_id>`` through the SDK and return Stripe's JSON answer as the SDK parses
+    it (``OrderedDict``s, which are dicts, and lists).
 
     The SDK's typed services build a ``StripeObject`` tree of every answer, which ``to_dict`` then
     copies into dicts again: for a subscription with its expansions, over a third of a Stripe call's

@@ -11,7 +11,8 @@ session has nothing left to flush and a reader later in the transaction sees wha
 The ordering guard is in the statement itself, as stripe-sync-engine keeps it: a subscription is
 written by ``INSERT ... ON CONFLICT (provider_id) DO UPDATE ... WHERE`` the stored
 ``provider_updated_at`` is not newer than the one written (an equal one is the same-second tie,
-which the caller resolved by reading the live object) and the row is the same user's, so an older
+which the caller resolved by the statuses' stages or by reading the live object) and the row is the
+same user's, so an older
 event can never roll a row back, whatever the order of concurrent transactions. PostgreSQL and
 SQLite (3.24+; ``RETURNING`` 3.35+) speak the same SQL.
 """

@@ -53,18 +53,18 @@ def write_subscription(provider, billable, event):
         return "ignored"
     if state.is_stale(existing, as_of):
         return "stale"
-    tied = existing is not None and as_of == existing.provider_updated_at
-    if tied:
+    unordered = False
+    if existing is not None and as_of == existing.provider_updated_at:
         # Most ties are a creation's burst (incomplete, then active in the same second): the
         # statuses' one-way order tells those apart without a Stripe call.
         order = statuses.tie_order(existing.provider_status, objects.text_of(obj.get("status")))
         if order < 0:
             return "stale"
-        tied = order == 0
+        unordered = order == 0
     # A tie the statuses cannot order, or a discount named by id only (which cannot be shown): the
     # live object says both.
     unread = objects.discount_of(obj, existing.discount if existing else None) is objects.UNREAD
-    if tied or unread:
+    if unordered or unread:
         try:
             obj = provider.retrieve_subscription(obj["id"])
         except ProviderRejected:
@@ -128,8 +128,8 @@ _LEDGER_VALUES = (f"INSERT INTO {WebhookEvent.__tablename__} (id, type, received
 _TIMES = tuple(bindparam(name, type_=UTCDateTime()) for name in ("received_at", "processed_at", "created"))
 _LEDGER_INSERT = text(_LEDGER_VALUES).bindparams(*_TIMES)
 # On PostgreSQL the failure record is resolved in the same statement, a data-modifying WITH (run
-# once whether or not the INSERT reads it): one round trip of an event's six fewer. SQLite's WITH
-# takes only a SELECT, so there it is a statement of its own.
+# once whether or not the INSERT reads it): one round trip fewer per event. SQLite's WITH takes
+# only a SELECT, so there it is a statement of its own.
 _LEDGER_INSERT_RESOLVING = text(f"WITH resolved AS ({failures.RESOLVE_SQL}) {_LEDGER_VALUES}").bindparams(
     *_TIMES, bindparam("now", type_=UTCDateTime()))
 

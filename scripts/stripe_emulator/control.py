@@ -149,7 +149,7 @@ def duplicate():
 @bp.post("/faults")
 def add_fault():
     body = _body()
-    fault = {"path_prefix": body.get("path_prefix") or "/v1/",
+    fault = {"path_prefix": body.get("path_prefix") or "/v1/", "method": (body.get("method") or "").upper() or None,
              "status": body.get("status"), "count": body.get("count", 1),
              "delay_seconds": float(body.get("delay_seconds") or 0),
              "probability": float(body.get("probability", 1)), "after": bool(body.get("after"))}

@@ -128,10 +128,12 @@ class RunningEmulator:
         return self.control("POST", "delivery/duplicate", {"count": count})
 
     def add_fault(self, path_prefix: str = "/v1/", status: int | None = 500, count: int = 1,
-                  delay_seconds: float = 0, probability: float = 1, after: bool = False) -> dict:
-        """Fail (``status``) or slow (``delay_seconds``) the next ``count`` matching requests, each with
-        ``probability``; ``after``: once the request was done, so its effect stays but its answer is lost."""
-        return self.control("POST", "faults", {"path_prefix": path_prefix, "status": status,
+                  delay_seconds: float = 0, probability: float = 1, after: bool = False,
+                  method: str | None = None) -> dict:
+        """Fail (``status``) or slow (``delay_seconds``) the next ``count`` matching requests (under
+        ``path_prefix``, of ``method`` when given), each with ``probability``; ``after``: once the request
+        was done, so its effect stays but its answer is lost."""
+        return self.control("POST", "faults", {"path_prefix": path_prefix, "method": method, "status": status,
                                                "count": count, "delay_seconds": delay_seconds,
                                                "probability": probability, "after": after})
 

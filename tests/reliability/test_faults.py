@@ -181,23 +181,26 @@ def test_database_locked_by_another_writer_answers_5xx_and_the_redelivery_succee
     assert snapshot(app) == PAID
 
 
-@pytest.mark.parametrize("after", [False, True], ids=["refused", "done-answer-lost"])
+@pytest.mark.parametrize("method, after", [(None, False), ("POST", True)], ids=["refused", "done-answer-lost"])
 def test_provider_failing_while_the_card_is_promoted_answers_5xx_and_the_redelivery_completes_it(
-        app, paid_event, emulator, stripe_client, after, tally):
-    # The promotion is the customer's read and update (its answer carries the card): with the answers
-    # lost after Stripe acted, the redelivery finds the card promoted already.
+        app, paid_event, emulator, stripe_client, method, after, tally):
+    # The promotion is the customer's read and its update, whose answer carries the card. Refused, or
+    # done at Stripe with every answer lost: the redelivery reads the card promoted already.
     client = app.test_client()
-    emulator.add_fault("/v1/customers", status=500, count=10, after=after)
+    paid = paid_event["data"]["object"]
+    emulator.add_fault("/v1/customers", status=500, count=10, after=after, method=method)
     response = deliver(client, paid_event)
     emulator.clear_faults()
+    promoted = stripe_client.v1.customers.retrieve(paid["customer"]).invoice_settings.default_payment_method
+    assert promoted == (paid["default_payment_method"] if after else None)
     tally["faults_injected"] += 1
     assert response.status_code == 503 and response.json["error"]["code"] == "provider_unavailable"
     assert snapshot(app) == NOTHING
     assert deliver(client, paid_event).status_code == 200
     tally["webhook_deliveries"] += 2
     assert snapshot(app) == PAID
-    customer = stripe_client.v1.customers.retrieve(paid_event["data"]["object"]["customer"])
-    assert customer.invoice_settings.default_payment_method == paid_event["data"]["object"]["default_payment_method"]
+    customer = stripe_client.v1.customers.retrieve(paid["customer"])
+    assert customer.invoice_settings.default_payment_method == paid["default_payment_method"]
 
 
 def test_a_worker_killed_between_the_row_and_the_listeners_leaves_nothing_and_the_redelivery_converges(

@@ -101,6 +101,7 @@ def _take_fault(st: Store) -> dict | None:
     with st.lock:
         for fault in st.faults:
             if request.path.startswith(fault["path_prefix"]) and fault["count"] > 0 \
+                    and fault.get("method") in (None, request.method) \
                     and random.random() < fault.get("probability", 1):
                 fault["count"] -= 1
                 if fault["count"] == 0:
