@@ -12,9 +12,8 @@ The ordering guard is in the statement itself, as stripe-sync-engine keeps it: a
 written by ``INSERT ... ON CONFLICT (provider_id) DO UPDATE ... WHERE`` the stored
 ``provider_updated_at`` is not newer than the one written (an equal one is the same-second tie,
 which the caller resolved by the statuses' stages or by reading the live object) and the row is the
-same user's, so an older
-event can never roll a row back, whatever the order of concurrent transactions. PostgreSQL and
-SQLite (3.24+; ``RETURNING`` 3.35+) speak the same SQL.
+same user's, so an older event can never roll a row back, whatever the order of concurrent
+transactions. PostgreSQL and SQLite (3.24+; ``RETURNING`` 3.35+) speak the same SQL.
 """
 from sqlalchemy import bindparam, inspect, text, update
 from sqlalchemy.orm import make_transient_to_detached
