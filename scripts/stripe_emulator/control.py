@@ -146,10 +146,17 @@ def duplicate():
     return jsonify({"duplicate": count})
 
 
+# The methods the /v1 API answers: a fault naming any other could never match.
+_API_METHODS = frozenset({"GET", "POST", "DELETE"})
+
+
 @bp.post("/faults")
 def add_fault():
     body = _body()
-    fault = {"path_prefix": body.get("path_prefix") or "/v1/", "method": (body.get("method") or "").upper() or None,
+    method = body.get("method")
+    if method is not None and (not isinstance(method, str) or method.upper() not in _API_METHODS):
+        return _bad(f"'method' must be one of {', '.join(sorted(_API_METHODS))}, or null for any")
+    fault = {"path_prefix": body.get("path_prefix") or "/v1/", "method": method.upper() if method else None,
              "status": body.get("status"), "count": body.get("count", 1),
              "delay_seconds": float(body.get("delay_seconds") or 0),
              "probability": float(body.get("probability", 1)), "after": bool(body.get("after"))}

@@ -10,6 +10,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
+import requests
 import stripe
 
 from .conftest import openapi_example
@@ -137,6 +138,17 @@ def test_faults_error_and_delay(stripe_client, emulator, customer):
         stripe_client.v1.customers.retrieve(customer.id)
     emulator.clear_faults()
     stripe_client.v1.customers.retrieve(customer.id)
+
+
+def test_a_fault_may_name_the_method_it_fails(stripe_client, emulator, customer):
+    emulator.add_fault("/v1/customers", status=500, method="post")
+    stripe_client.v1.customers.retrieve(customer.id)  # a GET passes
+    with pytest.raises(stripe.APIError):
+        stripe_client.v1.customers.update(customer.id, params={"name": "Ada"})
+    for method in ("PATCH", 5):
+        refused = requests.post(f"{emulator.url}/_emulator/faults", json={"method": method}, timeout=10)
+        assert refused.status_code == 400 and "'method' must be one of" in refused.text
+    assert emulator.control("GET", "faults")["faults"] == []
 
 
 def _post_form(url, data=None):
