@@ -8,6 +8,7 @@ installed included, is one line and exit status 1, and so is a rate-limit store 
 own memory (``memory://``) with several workers or a PostgreSQL database, unless
 ``RATELIMIT_ALLOW_MEMORY=true``.
 """
+import gc
 import glob
 import multiprocessing
 import os
@@ -100,7 +101,5 @@ def post_worker_init(worker):
     a pause of about 100 ms on a 2-core VM that was the p99 of ``POST /usage/events`` (issue 35). Frozen
     (``gc.freeze``, Python docs "gc"), a full collection walks only what requests allocated since.
     """
-    import gc
-
     gc.collect()  # garbage left from loading is collected first: once frozen, it would never be
     gc.freeze()
