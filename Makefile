@@ -39,16 +39,17 @@ demo: install
 bench: install
 	$(PY) -m scripts.bench
 
-## make test: the whole suite, one worker per core, generated inputs on a bounded budget, the bench's smoke
-## run; under 3 min on 2 cores (SQLite; set TEST_DATABASE_URL for PostgreSQL: each worker makes its own database).
+## make test: the suite but its deep_only tests (make bench, make run's edges, the SDK type check, packaging),
+## one worker per core and one more, generated inputs on a bounded budget; about 3 min on 2 cores (SQLite; set
+## TEST_DATABASE_URL for PostgreSQL: each worker makes its own database).
 ## The few tests that need Redis start their own redis-server, installed here when missing (apt-get, as root);
 ## without one they are skipped.
 test: install
 	@$(PY) -m scripts.apt redis-server redis-server || echo "the tests that need Redis will be skipped"
 	$(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
-## make test-deep: the same suite with the larger budget (TEST_DEEP=1): more generated examples, schemathesis's
-## coverage phase, every bench row; CI runs it too
+## make test-deep: the whole suite, deep_only tests included, with the larger budget (TEST_DEEP=1): more
+## generated examples, schemathesis's coverage phase, the bench's rows; CI runs it too
 test-deep: install
 	@$(PY) -m scripts.apt redis-server redis-server || echo "the tests that need Redis will be skipped"
 	TEST_DEEP=1 $(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)

@@ -19,9 +19,10 @@ BLOCK = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
 
 
 def collected():
-    """Return ``Counter({file path: items})`` of pytest's collection of ``tests/`` (the quick budget's)."""
-    # The quick budget's collection whatever the caller's budget: make test-deep checks the same page.
-    env = {name: value for name, value in os.environ.items() if name != "TEST_DEEP"}
+    """Return ``Counter({file path: items})`` of pytest's collection of ``tests/``: every test, the ones
+    ``make test`` leaves to ``make test-deep`` (``deep_only``) included."""
+    # The same collection whatever the caller's budget: make test and make test-deep check the same page.
+    env = {**os.environ, "TEST_DEEP": "1"}
     run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist",
                           "-p", "no:cacheprovider", "tests"], cwd=ROOT, env=env, capture_output=True, text=True,
                          check=False)

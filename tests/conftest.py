@@ -25,6 +25,7 @@ from app.billing.events import REQUIRED_EVENT_TYPES
 from app.extensions import db
 from app.models import User
 from scripts.stripe_emulator.testing import RunningEmulator
+from tests.depth import DEEP
 from tests.receivers import HttpReceiver, SmtpSink
 from tests.redis_server import RedisServer, require_redis_server
 from tests.signing import WEBHOOK_SECRET, sign
@@ -50,6 +51,22 @@ BASE_CONFIG = {
     "SECRET_KEY": "test secret key of the account email tokens",
 }
 FIXTURES = Path(__file__).parent / "fixtures" / "stripe_events"
+
+
+def pytest_report_header(config):
+    return None if DEEP else "deep_only tests: deselected, make test-deep (TEST_DEEP=1) runs them"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Leave the ``deep_only`` tests to ``make test-deep`` (``TEST_DEEP=1``, which CI runs): under ``make
+    test`` they are deselected (the report's header says so, and without xdist its summary counts
+    them), never skipped."""
+    if DEEP:
+        return
+    deep_only = [item for item in items if item.get_closest_marker("deep_only")]
+    if deep_only:
+        config.hook.pytest_deselected(items=deep_only)
+        items[:] = [item for item in items if not item.get_closest_marker("deep_only")]
 
 
 def _reset_schema(url):

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import redis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,6 +21,7 @@ def own_database_environ(**changes):
     return {**{k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}, **changes}
 
 
+@pytest.mark.deep_only
 def test_plain_pytest_finds_the_repositorys_packages():
     # The virtualenv's pytest script, unlike ``python -m pytest``, puts no working directory on sys.path.
     pytest = str(Path(sys.executable).with_name("pytest"))
@@ -32,6 +34,7 @@ def test_the_redis_tests_use_a_server_of_their_own(redis_service, redis_url):
     assert info["process_id"] == redis_service.process.pid and info["tcp_port"] == redis_service.port
 
 
+@pytest.mark.deep_only
 def test_without_redis_server_the_redis_tests_are_skipped_saying_why():
     # Only the virtualenv's commands on the PATH: no redis-server, whatever listens on 127.0.0.1:6379.
     env = own_database_environ(PATH=str(Path(sys.executable).parent))
@@ -41,6 +44,7 @@ def test_without_redis_server_the_redis_tests_are_skipped_saying_why():
     assert "1 skipped" in result.stdout and "redis-server is not installed" in result.stdout, result.stdout[-3000:]
 
 
+@pytest.mark.deep_only
 def test_pip_install_leaves_nothing_untracked(tmp_path):
     """``pip install .`` (docs/operating.md's Production) builds in the source tree: git ignores what it leaves."""
     clone = tmp_path / "clone"
@@ -58,6 +62,7 @@ def test_pip_install_leaves_nothing_untracked(tmp_path):
     assert [line for line in status if line.startswith("??")] == []
 
 
+@pytest.mark.deep_only
 def test_every_stripe_call_type_checks_against_the_pinned_sdk(tmp_path):
     """``make lint``'s mypy, here too so that CI proves it: each Stripe call's params are typed with the
     pinned SDK's ``stripe.params`` TypedDicts, so a shape real Stripe refuses at the pinned API version
