@@ -224,3 +224,20 @@ def test_make_bench_runs_every_row(tmp_path):
         webhook = json.loads(results.read_text())["results"][kind]["webhook"]
         # The bench counts a delivery answered 200 but not in the ledger once as an error.
         assert webhook["ok"] > 0 and webhook["ledger_rows"] == webhook["ok"], (kind, webhook)
+
+
+@pytest.mark.deep_only
+def test_the_webhook_profile_splits_each_events_cpu_by_stage():
+    """``python -m scripts.bench.profile_webhooks``: every stage the view goes through was timed (a stage
+    whose function moved would read 0), and the stages of ``process_event`` fit inside it."""
+    run = subprocess.run([sys.executable, "-m", "scripts.bench.profile_webhooks", "--db", "sqlite", "--users", "15",
+                          "--top", "3"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    split = {match[1].strip(): float(match[2]) for match in
+             re.finditer(r"^(.{70}) +(-?[\d.]+) ms/event +-?[\d.]+%$", run.stdout, re.M)}
+    timed = ("verify and check (read_delivery)", "process_event", "ledger (record)",
+             "lock and load the billable (lock_customer)", "subscription row (write_subscription, write_checkout)",
+             "listeners (webhook_handled)", "commit")
+    assert all(split[stage] > 0 for stage in timed), run.stdout
+    assert split["the rest of process_event"] >= 0 and split[
+        "Flask, werkzeug, flask-smorest and the test client around the view"] > 0, run.stdout
