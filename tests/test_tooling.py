@@ -24,8 +24,8 @@ def own_database_environ(**changes):
 @pytest.mark.deep_only
 def test_plain_pytest_finds_the_repositorys_packages():
     # The virtualenv's pytest script, unlike ``python -m pytest``, puts no working directory on sys.path.
-    pytest = str(Path(sys.executable).with_name("pytest"))
-    result = run([pytest, "tests/test_config.py", "-q", "-p", "no:cacheprovider"], env=own_database_environ())
+    script = str(Path(sys.executable).with_name("pytest"))
+    result = run([script, "tests/test_config.py", "-q", "-p", "no:cacheprovider"], env=own_database_environ())
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
