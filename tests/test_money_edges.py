@@ -224,6 +224,28 @@ def test_an_intents_stripe_calls_do_not_grow_with_history(flow):
     assert max(counts) <= PROVIDER_CALL_COSTS["subscription.intent"], counts
 
 
+def test_a_payment_attempts_stripe_calls_are_within_its_cost_when_it_replaces_both_kinds(flow):
+    """The dearest intent and Checkout: a promotion code, and both an intent's unpaid subscription and an open
+    Checkout page (one made at Stripe directly, as the dashboard would) to close first."""
+    flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = "10000 per minute"
+    for code in ("TEAM10", "TEAM15"):
+        promotion(flow, code, percent_off=10, duration="forever")
+    counts = {}
+    for endpoint, replace in (("subscription.intent", lambda: intent(flow, "pro", "TEAM10")),
+                              ("subscription.checkout", lambda: checkout(flow, "pro", promotion_code="TEAM15"))):
+        unpaid = intent(flow, "basic")["subscription"]["id"]
+        customer = flow.stripe.v1.subscriptions.retrieve(unpaid).customer
+        flow.stripe.v1.checkout.sessions.create(params={
+            "mode": "subscription", "customer": customer, "line_items": [{"price": flow.prices["basic"]}],
+            "success_url": URLS["success_url"]})
+        before = stripe_requests(flow)
+        replace()
+        counts[endpoint] = stripe_requests(flow) - before
+        assert flow.stripe.v1.checkout.sessions.list(params={"customer": customer, "status": "open"}).data == [] \
+            or endpoint == "subscription.checkout"
+    assert all(count <= PROVIDER_CALL_COSTS[endpoint] for endpoint, count in counts.items()), counts
+
+
 def test_the_call_limit_counts_each_endpoints_stripe_calls(flow):
     flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = f"{PROVIDER_CALL_COSTS['subscription.intent'] * 2} per minute"
     intent(flow)

@@ -10,13 +10,18 @@ import time
 import uuid
 
 import pytest
+import requests
+import stripe
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
 from app.billing import trials
+from app.billing.provider import get_provider
+from app.errors import AlreadySubscribed
 from app.extensions import db
-from app.models import IdempotencyKey, Subscription
+from app.models import IdempotencyKey, Subscription, User
+from app.subscription import service
 from tests import test_subscription_management
 from tests.conftest import PASSWORD, bearer, login, register
 from tests.depth import budget
@@ -201,19 +206,111 @@ def test_cancelling_now_in_dunning_credits_no_unpaid_time(flow):
     assert not [line for line in waiting if line["amount"] < 0], "no credit for a period never paid"
 
 
-def test_checkout_sessions_opened_side_by_side_give_one_trial(flow):
+def live_subscriptions(flow):
+    """The statuses of the account's subscriptions at Stripe that bill or may yet bill, sorted."""
+    return sorted(s.status for s in flow.stripe.v1.subscriptions.list(params={"limit": 10}).data
+                  if s.status in ("active", "trialing", "past_due", "incomplete"))
+
+
+def paid_late(flow, session_id):
+    """Try to pay a Checkout page the service has since replaced: Stripe's answer (an error when expired)."""
+    return requests.post(f"{flow.emulator.url}/_emulator/checkout_sessions/{session_id}/complete",
+                         json={"payment_method": "pm_card_mastercard"}, timeout=10)
+
+
+def test_a_second_checkout_page_expires_the_first_so_one_trial_is_paid(flow):
     """Review finding: each of two sessions made before either completed carried the first
-    subscription's trial; the second to complete ends its trial at once and is charged."""
+    subscription's trial (the second to complete was charged at once); attack finding: both pages
+    could be paid, two subscriptions billing one account. The newer page is the one payment attempt."""
     flow.app.config["PROVIDER_TRIAL_DAYS"] = 14
     first = checkout(flow)
     second = checkout(flow, success_url="http://localhost:3000/welcome?again=1")
-    complete(flow, first["id"], "pm_card_visa")
+    assert flow.stripe.v1.checkout.sessions.retrieve(first["id"]).status == "expired"
+    late = paid_late(flow, first["id"])
+    assert late.status_code == 400 and "expired" in late.text
+    complete(flow, second["id"], "pm_card_visa")
     flow.deliver()
-    complete(flow, second["id"], "pm_card_mastercard")
+    assert live_subscriptions(flow) == ["trialing"]
+
+
+def test_the_same_checkout_again_gets_the_same_open_page(flow):
+    first = checkout(flow)
+    assert checkout(flow) == first
+    assert flow.stripe.v1.checkout.sessions.retrieve(first["id"]).status == "open"
+
+
+def test_an_intents_unpaid_subscription_and_a_checkout_page_are_one_payment_attempt(flow):
+    """Attack finding: an intent's client secret kept by the client, then a Checkout page: both could be paid."""
+    started = flow.intent()
+    session = checkout(flow)
+    replaced = flow.stripe.v1.subscriptions.retrieve(started["subscription"]["id"],
+                                                     params={"expand": ["latest_invoice"]})
+    assert (replaced.status, replaced.latest_invoice.status) == ("canceled", "void")
+    with pytest.raises(stripe.InvalidRequestError, match="canceled"):
+        flow.pay(started["client_secret"])
+    complete(flow, session["id"])
     flow.deliver()
+    assert live_subscriptions(flow) == ["active"]
+
+
+def test_an_intent_expires_the_open_checkout_page(flow):
+    session = checkout(flow)
+    started = flow.intent()
+    assert flow.stripe.v1.checkout.sessions.retrieve(session["id"]).status == "expired"
+    assert paid_late(flow, session["id"]).status_code == 400
+    flow.pay(started["client_secret"])
     flow.deliver()
-    statuses = sorted(s.status for s in flow.stripe.v1.subscriptions.list(params={"limit": 10}).data)
-    assert statuses == ["active", "trialing"], statuses
+    assert live_subscriptions(flow) == ["active"]
+
+
+def test_a_page_paid_while_being_replaced_is_already_subscribed(flow):
+    """The customer pays the page after the service read it as open: Stripe refuses to expire it, and the
+    account has its subscription, so no second payment attempt is started."""
+    session = checkout(flow)
+    read_while_open = [s.to_dict() for s in flow.stripe.v1.checkout.sessions.list(params={"limit": 1}).data]
+    complete(flow, session["id"])
+
+    class ReadBeforeThePayment:
+        def __init__(self, provider):
+            self.provider = provider
+
+        def list_checkout_sessions(self, customer_id, limit, status=None):
+            return read_while_open
+
+        def __getattr__(self, name):
+            return getattr(self.provider, name)
+
+    with flow.app.app_context():
+        user = db.session.scalar(select(User).where(User.id == flow.me()["id"]))
+        with pytest.raises(AlreadySubscribed):
+            service._close_checkout_sessions(user, ReadBeforeThePayment(get_provider()))
+        assert [s.provider_status for s in user.subscriptions] == ["active"], "written as sync writes it"
+
+
+@pytest.mark.parametrize("again", ["intent", "checkout"])
+def test_a_page_paid_before_its_webhook_arrived_starts_no_second_attempt(flow, again):
+    """The page is paid and the next request comes before Stripe's webhook: Stripe's answer is read, not waited for."""
+    complete(flow, checkout(flow)["id"])
+    if again == "intent":
+        assert flow.intent(expect=409)["error"]["code"] == "already_subscribed"
+    else:
+        assert checkout(flow, "pro", expect=409)["error"]["code"] == "already_subscribed"
+    flow.deliver()
+    assert live_subscriptions(flow) == ["active"]
+    assert flow.me()["plan"] == "basic"
+
+
+def test_a_promotion_code_is_redeemed_once_through_two_checkout_pages(flow):
+    """Attack finding: two open pages each carrying the code, both paid, two discounted subscriptions."""
+    promotion(flow)
+    first = checkout(flow, promotion_code="LAUNCH20")
+    second = checkout(flow, promotion_code="LAUNCH20", success_url="http://localhost:3000/welcome?again=1")
+    assert paid_late(flow, first["id"]).status_code == 400
+    complete(flow, second["id"])
+    flow.deliver()
+    discounted = [s.id for s in flow.stripe.v1.subscriptions.list(params={"limit": 10}).data
+                  if s.status == "active" and s.discounts]
+    assert len(discounted) == 1, discounted
 
 
 def test_a_method_without_a_fingerprint_counts_as_one_that_had_a_trial(app):

@@ -7,7 +7,7 @@ asked. Counted at the emulator (``GET /_emulator/requests``).
 import pytest
 
 from app import create_app
-from app.billing.call_costs import PROVIDER_CALL_COSTS
+from app.billing.call_costs import MOST_PROVIDER_CALLS, PROVIDER_CALL_COSTS
 from app.config_values import ConfigError
 from tests.conftest import BASE_CONFIG, bearer, login, register
 from tests.test_billing_flow import start_flow
@@ -61,15 +61,18 @@ def test_the_endpoints_that_call_stripe_share_one_limit_per_user(flow):
 
 def test_the_limit_is_shared_by_every_worker_on_the_store(make_app, redis_url, emulator):
     """Two app processes' worth of state (two apps) on one Redis count one limit."""
-    apps = [make_app(RATELIMIT_STORAGE_URI=redis_url, PROVIDER_CALLS_RATE_LIMIT="9 per minute") for _ in range(2)]
+    limit = MOST_PROVIDER_CALLS
+    apps = [make_app(RATELIMIT_STORAGE_URI=redis_url, PROVIDER_CALLS_RATE_LIMIT=f"{limit} per minute")
+            for _ in range(2)]
     register(apps[0].test_client())
     headers = bearer(login(apps[0].test_client()))
     answers = [app.test_client().get("/subscription/invoices", headers=headers).status_code
-               for app in (apps[0], apps[1]) * 5]
-    assert answers == [200] * 9 + [429]
+               for app in (apps[0], apps[1]) * (limit // 2 + 1)]
+    assert answers[:limit + 1] == [200] * limit + [429]
 
 
 def test_a_limit_below_the_dearest_request_is_refused_at_start():
-    with pytest.raises(ConfigError, match=r"^PROVIDER_CALLS_RATE_LIMIT must allow at least 9 Stripe calls") as raised:
-        create_app({**BASE_CONFIG, "PROVIDER_CALLS_RATE_LIMIT": "8 per minute"})
+    with pytest.raises(ConfigError, match=rf"^PROVIDER_CALLS_RATE_LIMIT must allow at least {MOST_PROVIDER_CALLS} "
+                                          "Stripe calls") as raised:
+        create_app({**BASE_CONFIG, "PROVIDER_CALLS_RATE_LIMIT": f"{MOST_PROVIDER_CALLS - 1} per minute"})
     assert "\n" not in str(raised.value)

@@ -9,9 +9,10 @@ Data only, so that the settings' check (``app.config``) and the limiter (``app.a
 # configuration is made once per process, not per request, and is not counted.
 PROVIDER_CALL_COSTS = {
     # promotion code (find, price, paid invoices) + the open subscription read, voided, cancelled
+    # + the open Checkout Session listed and expired (read again when Stripe refuses: paid meanwhile)
     # + any earlier subscription + customer + create
-    "subscription.intent": 9,
-    "subscription.checkout": 8,
+    "subscription.intent": 11,
+    "subscription.checkout": 10,
     # promotion code (3) + read or update + a test clock's time
     "subscription.swap": 5,
     "subscription.swap_preview": 5,

@@ -78,7 +78,7 @@ def refuse_while_first_payment_open(organization):
     if seat_subscription(organization) is not None:
         return
     if (any(s.provider_status in NOT_STARTED_STATUSES for s in organization.subscriptions)
-            or provider.has_open_checkout_session(organization.provider_id)):
+            or provider.list_checkout_sessions(organization.provider_id, 1, status="open")):
         raise FirstPaymentOpen()
 
 

@@ -1,6 +1,7 @@
 """Subscription operations behind the billable-facing endpoints. Nothing here commits."""
 import hashlib
 import json
+import uuid
 
 from flask import current_app
 from sqlalchemy import select
@@ -39,6 +40,52 @@ def _open_subscription(billable):
     return max(incomplete, key=lambda s: s.id, default=None)
 
 
+# The Checkout Sessions one request reads, newest first: each payment attempt started here expires the
+# one before it, so at most one made by the service is open, and it is the newest (one made outside the
+# service, in the dashboard, goes at a later request). A request's Stripe calls stay bounded.
+SESSIONS_READ = 1
+# The session's metadata key holding a hash of its terms: a request with the same terms gets that page again.
+TERMS = "terms"
+
+
+def _cancel_open_subscription(billable, provider, pending):
+    """Void the open invoice of ``pending`` (an incomplete subscription's row), then cancel it at Stripe.
+
+    Its client secret would still pay the abandoned invoice: voided first (CONTRACT "Changes to the
+    fourth round"), so that a retry after a failed cancel finds it void, not collectable.
+    """
+    provider.void_latest_invoice(provider.retrieve_subscription(pending.provider_id))
+    state.apply_subscription(billable, provider.cancel_subscription(pending.provider_id), state.live_as_of())
+
+
+def _close_checkout_sessions(billable, provider, keep=None):
+    """Expire the billable's open Checkout Session unless its terms hash is ``keep``; return it when kept, else
+    ``None``.
+
+    Two payable pages, or a page and an intent's client secret, would start two subscriptions, and
+    a promotion code would be redeemed on each (its once-per-person check runs before either is paid):
+    one payment attempt at a time (CONTRACT "Endpoints": two calls never create two subscriptions).
+    A session found paid (before its webhook arrived, or before it could be expired: Stripe refuses)
+    has its subscription read and written as ``sync`` writes it, and while that one entitles or waits
+    for a card, ``AlreadySubscribed`` (409) is raised. Stripe calls: one list, an expiry (and a read
+    when refused), a subscription read.
+    """
+    if not billable.provider_id:
+        return None
+    for session in provider.list_checkout_sessions(billable.provider_id, SESSIONS_READ):
+        if session["status"] == "open":
+            if keep is not None and (session.get("metadata") or {}).get(TERMS) == keep:
+                return session
+            session = provider.expire_checkout_session(session["id"])
+        subscription_id = objects.ref_id(session.get("subscription"))
+        if session["status"] == "complete" and subscription_id and state.subscription_of(billable,
+                                                                                         subscription_id) is None:
+            state.apply_subscription(billable, provider.retrieve_subscription(subscription_id), state.live_as_of())
+            plans.recompute_plan(billable)
+            _refuse_while_subscribed(billable)
+    return None
+
+
 def create_intent(billable, price, promotion_code=None):
     """Start (or resume) a subscription to ``price``; return ``(Subscription, client_secret, created)``.
 
@@ -48,7 +95,8 @@ def create_intent(billable, price, promotion_code=None):
     nothing is torn down, as does one in dunning (``past_due``, ``unpaid``), ``paused``, or a trial
     whose card is not saved yet; an
     incomplete one for the same price is returned as it is (``created=False``); one for another
-    price is cancelled and a new one is created, a free trial when it is the billable's first
+    price is cancelled and a new one is created (and any open Checkout Session expired, so that only
+    one payment attempt can be paid), a free trial when it is the billable's first
     (``_trial_days``), whose ``client_secret`` is then its pending SetupIntent's. A per-billable
     lock held to the end of the transaction makes concurrent calls create one subscription.
     ``promotion_code`` is a resolved promotion code id (``promotions.resolve``): the new subscription
@@ -60,6 +108,7 @@ def create_intent(billable, price, promotion_code=None):
     metered = usage_plans.metered_for(price)  # the plan's usage prices; a metered price alone is unknown
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
+    _close_checkout_sessions(billable, provider)
     pending = _open_subscription(billable)
     seats = billable.seat_count()
     if (pending is not None and pending.provider_price == price and _promotion_of(pending) == promotion_code
@@ -67,10 +116,7 @@ def create_intent(billable, price, promotion_code=None):
         live = provider.retrieve_subscription(pending.provider_id)
         return pending, objects.client_secret_of(live), False
     if pending is not None:
-        # Its client secret would still pay the abandoned invoice: voided first (CONTRACT "Changes to
-        # the fourth round"), so that a retry after a failed cancel finds it void, not collectable.
-        provider.void_latest_invoice(provider.retrieve_subscription(pending.provider_id))
-        state.apply_subscription(billable, provider.cancel_subscription(pending.provider_id), state.live_as_of())
+        _cancel_open_subscription(billable, provider, pending)
     attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(billable.owns(Subscription)))
     trial_days = _trial_days(billable, provider)
     # The trial is in the key: Stripe refuses a key reused with other parameters.
@@ -102,6 +148,12 @@ def _refuse_second_subscription(billable, provider):
     if pending is not None:
         state.apply_subscription(billable, provider.retrieve_subscription(pending.provider_id), state.live_as_of())
         plans.recompute_plan(billable)
+    _refuse_while_subscribed(billable)
+
+
+def _refuse_while_subscribed(billable):
+    """Raise ``AlreadySubscribed`` (409) while one of the billable's stored subscriptions entitles, is in
+    dunning, paused or awaits its trial's card."""
     if plans.entitled_subscription(billable) is not None:
         raise AlreadySubscribed()
     # In dunning, paused or a trial awaiting its card, the subscription is still the billable's: a card
@@ -117,25 +169,34 @@ def create_checkout(billable, line, urls, promotion_code=None):
     and return it as ``{"id", "url"}``.
 
     The rules of ``create_intent``: under the per-billable lock, ``AlreadySubscribed`` (409) while a
-    subscription entitles or waits for a card, the first-subscription trial (``_trial_days``).
-    ``urls`` is ``{"success_url", "cancel_url"}`` (checked against ``CHECKOUT_ALLOWED_HOSTS`` by the
-    schema); ``promotion_code`` a resolved id, else the page takes one. The idempotency key holds
-    every parameter, so a retry gets the same session and another request a new one. Raises
-    ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
+    subscription entitles or waits for a card, the first-subscription trial (``_trial_days``), and one
+    payment attempt at a time: an intent's incomplete subscription is voided and cancelled, and
+    another open session is expired (``_close_checkout_sessions``). ``urls`` is ``{"success_url",
+    "cancel_url"}`` (checked against ``CHECKOUT_ALLOWED_HOSTS`` by the schema); ``promotion_code`` a
+    resolved id (the page takes none of its own). The same terms again (a retry) get the session
+    still open for them; other terms a new one. Raises ``UnknownPrice`` (422) and
+    ``ProviderUnavailable`` (503).
     """
     if line["price"] not in current_app.config["PROVIDER_PLANS"]:
         raise UnknownPrice.for_price(line["price"])
     metered = usage_plans.metered_for(line["price"])
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
+    pending = _open_subscription(billable)
+    if pending is not None:
+        _cancel_open_subscription(billable, provider, pending)
     trial_days = _trial_days(billable, provider)
-    attempt = db.session.scalar(select(db.func.count(Subscription.id)).where(billable.owns(Subscription)))
     automatic_tax = current_app.config["PROVIDER_AUTOMATIC_TAX"]
-    terms = json.dumps([line, urls, trial_days, promotion_code, automatic_tax], sort_keys=True)
-    key = f"checkout-{billable.idempotency_token}-{attempt}-{hashlib.sha256(terms.encode()).hexdigest()[:32]}"
-    session = provider.create_checkout_session(ensure_customer(billable), line, urls, key, trial_days=trial_days,
-                                               promotion_code=promotion_code, metered=metered,
-                                               automatic_tax=automatic_tax)
+    terms = hashlib.sha256(json.dumps([line, urls, trial_days, promotion_code, automatic_tax],
+                                      sort_keys=True).encode()).hexdigest()[:32]
+    session = _close_checkout_sessions(billable, provider, keep=terms)
+    if session is None:
+        # A key of its own per request: the same terms again get the open page above, and a key built
+        # from the terms would bring back, for 24 hours, a session expired since.
+        key = f"checkout-{billable.idempotency_token}-{uuid.uuid4().hex}"
+        session = provider.create_checkout_session(ensure_customer(billable), line, urls, key, trial_days=trial_days,
+                                                   promotion_code=promotion_code, metered=metered,
+                                                   automatic_tax=automatic_tax, metadata={TERMS: terms})
     return {"id": session["id"], "url": session["url"]}
 
 

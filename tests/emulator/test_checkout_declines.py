@@ -9,6 +9,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
+import stripe
 
 from scripts.stripe_emulator.testing import EmulatorControlError
 
@@ -56,3 +57,20 @@ def test_the_hosted_page_shows_the_decline_and_keeps_the_session(stripe_client, 
         opener.open(urllib.request.Request(session.url, data=form, method="POST"), timeout=30)
     assert answered.value.code == 303 and "declined" in urllib.parse.unquote(answered.value.headers["Location"])
     _nothing_happened(stripe_client, emulator, customer, session)
+
+
+def test_an_expired_session_cannot_be_paid_and_only_an_open_one_expires(stripe_client, emulator, customer, price):
+    session = _session(stripe_client, customer, price)
+    assert stripe_client.v1.checkout.sessions.expire(session.id).status == "expired"
+    with pytest.raises(EmulatorControlError) as refused:
+        emulator.control("POST", f"checkout_sessions/{session.id}/complete", {"payment_method": "pm_card_visa"})
+    assert "expired" in str(refused.value)
+    assert stripe_client.v1.subscriptions.list(params={"customer": customer.id, "status": "all"}).data == []
+    with pytest.raises(stripe.InvalidRequestError) as again:
+        stripe_client.v1.checkout.sessions.expire(session.id)
+    assert again.value.http_status == 400
+    paid = _session(stripe_client, customer, price)
+    emulator.control("POST", f"checkout_sessions/{paid.id}/complete", {"payment_method": "pm_card_visa"})
+    with pytest.raises(stripe.InvalidRequestError):
+        stripe_client.v1.checkout.sessions.expire(paid.id)
+    assert stripe_client.v1.checkout.sessions.retrieve(paid.id).status == "complete"

@@ -81,6 +81,16 @@ def expire_if_due(store: Store, session: dict) -> dict:
     return session
 
 
+def expire(store: Store, session: dict) -> dict:
+    """Expire an ``open`` session at once: its page can no longer be paid
+    (https://docs.stripe.com/api/checkout/sessions/expire: "A Checkout Session can be expired when it is in
+    one of these statuses: open"; otherwise Stripe "returns an error"). Returns the session."""
+    if expire_if_due(store, session)["status"] != "open":
+        raise StripeError(400, f"This Checkout Session is {session['status']}: only an open one can be expired.")
+    session["status"] = "expired"
+    return session
+
+
 def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None = None,
              address: dict | None = None) -> dict:
     """Pay the open session with ``pm_id`` (a test card id): the subscription is created, paid, announced.

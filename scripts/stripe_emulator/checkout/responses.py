@@ -42,6 +42,12 @@ def retrieve_session(st, params, session_id):
     return render(st, models.expire_if_due(st, st.get("checkout_sessions", session_id)), params.get("expand"))
 
 
+@bp.post("/v1/checkout/sessions/<session_id>/expire")
+@endpoint()
+def expire_session(st, params, session_id):
+    return render(st, models.expire(st, st.get("checkout_sessions", session_id)), params.get("expand"))
+
+
 @bp.get("/v1/checkout/sessions")
 @endpoint()
 def list_sessions(st, params):

@@ -47,6 +47,7 @@ _TABLE: dict[tuple[str, str], tuple[str, ...]] = {
         "subscription_data.trial_period_days", "subscription_data.metadata", "automatic_tax.enabled",
         "customer_update.address"),
     ("GET", "/v1/checkout/sessions/<session_id>"): ("expand",),
+    ("POST", "/v1/checkout/sessions/<session_id>/expire"): ("expand",),
     ("GET", "/v1/checkout/sessions"): (*LIST, "customer", "status", "subscription"),
     ("POST", "/v1/coupons"): ("id", "name", "percent_off", "amount_off", "currency", "duration", "duration_in_months",
                               "applies_to.products", "max_redemptions", "redeem_by", "metadata", "expand"),
