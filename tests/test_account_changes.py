@@ -7,12 +7,13 @@ import pytest
 from sqlalchemy import select, text
 
 from app.extensions import db
-from app.models import User
+from app.models import Organization, User
 from tests.conftest import PASSWORD, bearer, login, register
 from tests.test_accounts import error_code, last_token, mails, personal_token, post, token_in, work
 from tests.test_billing_flow import start_flow
 from tests.test_billing_pages import settle
 from tests.test_notification_delivery import mail_config
+from tests.test_organization_billing import Team
 
 
 @pytest.fixture
@@ -97,6 +98,63 @@ def test_a_verified_email_change_moves_the_stripe_customers_email_first(flow, sm
     assert post(flow.client, "/auth/email/verify", {"token": token}).status_code == 200
     assert flow.me()["email"] == "ada@new.example"
     assert flow.stripe.v1.customers.retrieve(customer).email == "ada@new.example"
+
+
+def organization_with_a_customer(flow):
+    """Ada's new organisation (tests/test_organization_billing.py's ``Team``), its customer made by an intent."""
+    team = Team(flow)
+    started = flow.client.post(f"{team.base}/subscription/intent", json={"price": flow.prices["basic"]},
+                               headers=flow.headers)
+    assert started.status_code == 201, started.json
+    return team
+
+
+def organization_customer(team):
+    with team.app.app_context():
+        customer = db.session.scalar(select(Organization.provider_id).where(Organization.id == team.org))
+    return team.flow.stripe.v1.customers.retrieve(customer)
+
+
+def test_a_verified_email_change_moves_the_email_of_each_owned_organizations_customer_without_a_billing_email(
+        flow, smtp_server):
+    # Acme's customer mails its owner (no billing_email: Organization.stripe_email); Globex's has its own address.
+    acme, globex = organization_with_a_customer(flow), organization_with_a_customer(flow)
+    assert flow.client.patch(globex.base, json={"billing_email": "billing@globex.example"},
+                             headers=flow.headers).status_code == 200
+    assert organization_customer(acme).email == "ada@example.com"
+    post(flow.client, "/auth/email/change", {"email": "ada@new.example", "password": PASSWORD}, flow.headers)
+    work(flow.app)
+    token = last_token(smtp_server, "ada@new.example")
+
+    flow.emulator.add_fault("/v1/customers/", status=500, count=5)
+    refused = post(flow.client, "/auth/email/verify", {"token": token})
+    assert refused.status_code == 503 and error_code(refused) == "provider_unavailable"
+    flow.emulator.clear_faults()
+    assert flow.me()["email"] == "ada@example.com"
+
+    assert post(flow.client, "/auth/email/verify", {"token": token}).status_code == 200
+    assert flow.me()["email"] == "ada@new.example"
+    assert organization_customer(acme).email == "ada@new.example"
+    assert organization_customer(globex).email == "billing@globex.example"
+
+
+# -- name change ------------------------------------------------------------------------------------
+
+def test_a_name_change_renames_the_users_stripe_customer_first(flow):
+    flow.intent()
+    customer = customer_of(flow)
+    assert flow.stripe.v1.customers.retrieve(customer).name == "Ada"
+
+    flow.emulator.add_fault("/v1/customers/", status=500, count=5)
+    refused = flow.client.patch("/auth/me", json={"name": "Ada Lovelace"}, headers=flow.headers)
+    assert refused.status_code == 503 and error_code(refused) == "provider_unavailable"
+    flow.emulator.clear_faults()
+    assert flow.me()["name"] == "Ada"
+
+    assert flow.client.patch("/auth/me", json={"name": "Ada Lovelace"}, headers=flow.headers).status_code == 200
+    assert flow.stripe.v1.customers.retrieve(customer).name == "Ada Lovelace"
+    assert flow.client.patch("/auth/me", json={"name": None}, headers=flow.headers).status_code == 200
+    assert flow.stripe.v1.customers.retrieve(customer).name is None
 
 
 # -- deletion ---------------------------------------------------------------------------------------

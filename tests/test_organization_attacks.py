@@ -96,9 +96,31 @@ def test_an_organizations_billing_routes_cost_what_the_users_cost(team):
     assert stripe_calls(team) == before
 
 
+def test_an_organizations_update_is_counted_at_the_stripe_calls_it_makes(team):
+    # The customer's email and its name: two calls, both counted before either is made.
+    team.subscribe()
+    cost = PROVIDER_CALL_COSTS["organizations.update"]
+    team.flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = f"{2 * cost + 1} per minute"
+
+    def update(i):
+        return team.client.patch(team.base, json={"name": f"Acme {i}", "billing_email": f"billing{i}@example.com"},
+                                 headers=team.ada)
+
+    for i in range(2):
+        before = stripe_calls(team)
+        assert update(i).status_code == 200
+        assert stripe_calls(team) - before == cost
+    before = stripe_calls(team)
+    refused = update(2)
+    assert refused.status_code == 429 and refused.json["error"]["code"] == "rate_limited"
+    assert stripe_calls(team) == before
+
+
 @pytest.mark.parametrize("request_of", [
     pytest.param(lambda team, i: team.client.patch(team.base, json={"billing_email": f"billing{i}@example.com"},
                                                    headers=team.ada), id="billing-email"),
+    pytest.param(lambda team, i: team.client.patch("/auth/me", json={"name": f"Ada {i}"}, headers=team.ada),
+                 id="own-name"),
     pytest.param(lambda team, i: team.client.get(f"{team.base}/usage", headers=team.ada), id="organization-usage"),
     pytest.param(lambda team, i: team.client.get("/usage", headers=team.ada), id="own-usage"),
 ])

@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 from app import email_tokens
 from app.extensions import db
-from app.models import Membership, User
+from app.models import Membership, Organization, User
 from app.timeutil import utcnow
-from tests.conftest import bearer, login, register
+from tests.conftest import PASSWORD, bearer, login, register
 from tests.test_billing_flow import start_flow
 
 SEAT = 900  # the basic price, minor units a seat a month
@@ -200,3 +200,53 @@ def test_reconcile_sets_drifted_seats_back_without_charging(team):
     assert len(team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data) == invoices_before
     again = runner.invoke(args=["reconcile"])
     assert "seats" not in again.output, "nothing drifted any more"
+
+
+# -- the customer's email and name follow the organisation ----------------------------------------------
+
+def customer_of(team):
+    with team.app.app_context():
+        customer = db.session.scalar(select(Organization.provider_id).where(Organization.id == team.org))
+    return team.flow.stripe.v1.customers.retrieve(customer)
+
+
+def test_a_transfer_moves_the_customers_email_to_the_new_owner_first_unless_it_has_a_billing_email(team):
+    # Without a billing_email the customer's email is the owner's (Organization.stripe_email).
+    team.subscribe()
+    team.join("bob")
+    ids = {name: team.client.get("/auth/me", headers=headers).json["id"]
+           for name, headers in (("ada", team.ada), ("bob", team.headers["bob"]))}
+    to_bob = {"user_id": ids["bob"], "password": PASSWORD}
+
+    team.flow.emulator.add_fault("/v1/customers/", status=500, count=5)
+    refused = team.client.post(f"{team.base}/transfer", json=to_bob, headers=team.ada)
+    assert refused.status_code == 503 and refused.json["error"]["code"] == "provider_unavailable"
+    team.flow.emulator.clear_faults()
+    assert team.client.get(team.base, headers=team.ada).json["role"] == "owner"
+
+    moved = team.client.post(f"{team.base}/transfer", json=to_bob, headers=team.ada)
+    assert moved.status_code == 200, moved.json
+    assert customer_of(team).email == "bob@example.com"
+
+    assert team.client.patch(team.base, json={"billing_email": "billing@acme.example"},
+                             headers=team.headers["bob"]).status_code == 200
+    back = team.client.post(f"{team.base}/transfer", json={"user_id": ids["ada"], "password": PASSWORD},
+                            headers=team.headers["bob"])
+    assert back.status_code == 200, back.json
+    assert customer_of(team).email == "billing@acme.example", "a billing email is nobody's to move"
+
+
+def test_renaming_the_organization_renames_its_customer_first(team):
+    # The customer's name (Organization.stripe_name) is the one Stripe prints on invoices and receipts.
+    team.subscribe()
+    assert customer_of(team).name == "Acme"
+
+    team.flow.emulator.add_fault("/v1/customers/", status=500, count=5)
+    refused = team.client.patch(team.base, json={"name": "Acme GmbH"}, headers=team.ada)
+    assert refused.status_code == 503 and refused.json["error"]["code"] == "provider_unavailable"
+    team.flow.emulator.clear_faults()
+    assert team.client.get(team.base, headers=team.ada).json["name"] == "Acme"
+
+    renamed = team.client.patch(team.base, json={"name": "Acme GmbH"}, headers=team.ada)
+    assert renamed.status_code == 200 and renamed.json["name"] == "Acme GmbH"
+    assert customer_of(team).name == "Acme GmbH"

@@ -7,7 +7,7 @@ from flask import current_app, g, request
 
 from app import jsonbody, presentation
 from app.auth import profile, recovery
-from app.auth.bearer import ability_required, auth_required, current_user_for_update
+from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
 from app.auth.schemas import (
     EmailChangeSchema,
     EmailTokenSchema,
@@ -134,10 +134,15 @@ def change_password(body):
 @blp.route("/me", methods=["PATCH"])
 @auth_required
 @ability_required("profile:write")
+@provider_calls_limited
 @blp.arguments(ProfileSchema)
 @blp.response(200, UserSchema)
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def update_profile(body):
-    """Change the caller's ``name`` (null clears it)."""
+    """Change the caller's ``name`` (null clears it), their Stripe customer's first (503: nothing changes).
+
+    Counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT`` (429 past it).
+    """
     user = profile.update_profile(current_user_for_update(), body["name"])
     db.session.commit()
     return presentation.present_user(user)

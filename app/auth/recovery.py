@@ -16,6 +16,7 @@ from app.errors import AlreadyVerified, EmailTaken, EmailUnverified, InvalidEmai
 from app.extensions import db
 from app.models import Notification, PasswordResetRequest, User
 from app.models.account import remember_address
+from app.models.organization import customers_mailing_owner
 from app.models.user import lock_user
 from app.notifications import notify_account
 from app.notifications.channels import configured_channel_names
@@ -50,7 +51,9 @@ def verify_email(token):
 
     A verification token sets ``email_verified_at`` (again: a no-op). An email-change token moves
     the address to the new one and marks it verified, and moves the Stripe customer's ``email``
-    first: ``ProviderUnavailable`` (503) there changes nothing here. Raises ``InvalidEmailToken``
+    first, the user's own and that of each organisation they own without a ``billing_email``
+    (``customers_mailing_owner``): ``ProviderUnavailable`` (503) there changes nothing here, and the
+    link still works (a retry writes each address again). Raises ``InvalidEmailToken``
     (400) for a bad token, one for a deleted account, or one minted for an address the account no
     longer has (an address moved since, which also makes an email-change token work once), and an
     email-change token of any but the newest change request (CONTRACT "Changes to the fourth round");
@@ -76,12 +79,25 @@ def _latest_change_request(user):
 
 
 def _move_email(user, new_email):
+    """Move ``user`` to ``new_email``, Stripe first: one call for the user's own customer and one per
+    organisation whose customer mails them (``customers_mailing_owner``).
+
+    Not bounded by a constant: no setting or constraint caps the organisations a user may own. It is
+    bounded by the user's own doing: each of those customers was made by a request counted in their
+    ``PROVIDER_CALLS_RATE_LIMIT``, and each move takes a link from ``/auth/email/change``, which is
+    limited per user (``AUTH_LOGIN_RATE_LIMIT``) and works once. This endpoint has no bearer token,
+    so the per-user limit cannot count it here.
+    """
     if not isinstance(new_email, str):
         raise InvalidEmailToken()
     if db.session.scalar(select(User.id).where(User.email == new_email)) is not None:
         raise EmailTaken()
+    organizations = customers_mailing_owner(user)  # locked before Stripe hears of any of it
+    provider = get_provider()
     if user.provider_id:
-        get_provider().update_customer_email(user.provider_id, new_email)
+        provider.update_customer_email(user.provider_id, new_email)
+    for organization in organizations:
+        provider.update_customer_email(organization.provider_id, new_email)
     remember_address(user)  # the address it leaves, for an account made before the history was kept
     user.email, user.email_verified_at = new_email, utcnow()
     try:

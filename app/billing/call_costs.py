@@ -22,6 +22,8 @@ PROVIDER_CALL_COSTS = {
     "subscription.put_billing_details": 2,
     "subscription.show_billing_details": 2,
     "subscription.add_tax_id": 2,
+    # its customer's email and name
+    "organizations.update": 2,
     # the period's subscription read, the meters' list (cached), a summary per meter (one is usual)
     "usage.show": 3,
     "usage.show_organization": 3,

@@ -212,6 +212,10 @@ class SubscriptionProvider(CheckoutContract, MeterContract):
         """Set the customer's ``email`` (where Stripe sends its receipts and invoices)."""
 
     @abstractmethod
+    def update_customer_name(self, customer_id, name):
+        """Set the customer's ``name`` (printed on its invoices and receipts); ``None`` clears it."""
+
+    @abstractmethod
     def delete_customer(self, customer_id):
         """Delete the customer at the provider, which also cancels its subscriptions at once.
 

@@ -170,6 +170,12 @@ class CustomerCalls:
         with provider_call("update customer email"):
             self._v1.customers.update(customer_id, params=params)
 
+    def update_customer_name(self, customer_id, name):
+        # Stripe clears a field sent as "" (``update_billing_details`` would also send an address).
+        params: CustomerUpdateParams = {"name": name or ""}
+        with provider_call("update customer name"):
+            self._v1.customers.update(customer_id, params=params)
+
     def delete_customer(self, customer_id):
         with provider_call("delete customer"):
             try:

@@ -49,6 +49,8 @@ class Organization(Billable, db.Model):
 
     @property
     def stripe_email(self):
+        # Stripe holds a copy, moved when the owner's address moves (``customers_mailing_owner``) or
+        # the owner changes (``organizations.service.transfer``).
         if self.billing_email:
             return self.billing_email
         owners = self.members_with([OWNER])
@@ -75,6 +77,28 @@ class Organization(Billable, db.Model):
 
     def __repr__(self):
         return f"<Organization {self.id} {self.name!r}>"
+
+
+def customers_mailing_owner(user):
+    """Return the organisations ``user`` owns whose Stripe customer's ``email`` is the owner's address
+    (``stripe_email``: a customer and no ``billing_email``), by id, each locked (``Billable.lock``).
+
+    Read again once locked, until no new one appears: a transfer or a billing email committed
+    meanwhile has moved one in or out. As many as the user owns: nothing caps that number.
+    """
+    query = (select(Organization).join(Membership, Membership.organization_id == Organization.id)
+             .where(Membership.user_id == user.id, Membership.role == OWNER, Organization.provider_id.is_not(None),
+                    Organization.billing_email.is_(None))
+             .order_by(Organization.id).execution_options(populate_existing=True))
+    locked = set()
+    while True:
+        found = db.session.scalars(query).all()
+        fresh = [organization for organization in found if organization.id not in locked]
+        if not fresh:
+            return found
+        for organization in fresh:
+            organization.lock()
+            locked.add(organization.id)
 
 
 class Membership(db.Model):

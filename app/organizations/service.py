@@ -56,12 +56,18 @@ def members(organization, limit=20, starting_after=None):
 def update(organization, name=None, billing_email=None):
     """Rename the organisation and/or set its billing email; return it.
 
-    ``billing_email`` is the Stripe customer's ``email``: written at Stripe first, so a failure there
+    ``billing_email`` is the Stripe customer's ``email`` and ``name`` its ``name`` (on its invoices):
+    each written at Stripe first when it has a customer (at most two calls), so a failure there
     (``ProviderUnavailable``, 503) changes nothing here.
     """
     organization.lock()
-    if billing_email is not None and organization.provider_id:
-        get_provider().update_customer_email(organization.provider_id, billing_email)
+    db.session.refresh(organization)  # what Stripe was last told is what a request before this one wrote
+    if organization.provider_id:
+        provider = get_provider()
+        if billing_email is not None:
+            provider.update_customer_email(organization.provider_id, billing_email)
+        if name is not None and name != organization.name:
+            provider.update_customer_name(organization.provider_id, name)
     if billing_email is not None:
         organization.billing_email = billing_email
     if name is not None:
@@ -113,15 +119,21 @@ def remove(organization, caller, user_id):
 def transfer(organization, owner, user_id, password):
     """Make the member ``user_id`` the owner and the old owner an admin; return the organisation.
 
-    ``password`` is the owner's (``WrongPassword``, 403); ``MemberNotFound`` (404).
+    Without a ``billing_email`` the Stripe customer's ``email`` is the owner's (``stripe_email``): it
+    becomes the new owner's, at Stripe first (one call), so a failure there (``ProviderUnavailable``,
+    503) changes nothing here. ``password`` is the owner's (``WrongPassword``, 403); ``MemberNotFound`` (404).
     """
     check_password(owner.user, password)
     organization.lock()
-    # Re-read under the lock: a transfer that ran meanwhile made the caller an admin (two owners else).
+    # Re-read under the lock: a transfer that ran meanwhile made the caller an admin (two owners else),
+    # a billing email set meanwhile is the customer's email now.
     db.session.refresh(owner)
+    db.session.refresh(organization)
     require(owner, {OWNER})
     member = _member(organization, user_id)
     if member.user_id != owner.user_id:
+        if organization.provider_id and not organization.billing_email:
+            get_provider().update_customer_email(organization.provider_id, member.user.email)
         owner.role, member.role = ADMIN, OWNER
     return organization
 

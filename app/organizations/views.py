@@ -83,8 +83,8 @@ def show(organization_id):
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def update(body, organization_id):
-    """Rename it or set its billing email (written at Stripe first). Owner, admin. Counted in the caller's
-    ``PROVIDER_CALLS_RATE_LIMIT``: each billing email is a Stripe call (429 past it)."""
+    """Rename it or set its billing email (each written to its Stripe customer first). Owner, admin. Counted
+    in the caller's ``PROVIDER_CALLS_RATE_LIMIT`` as two Stripe calls (429 past it)."""
     membership = access.manager(organization_id, g.current_user)
     service.update(membership.organization, **body)
     db.session.commit()
@@ -152,11 +152,17 @@ def remove(organization_id, user_id):
 @blp.route("/organizations/<organization_id>/transfer", methods=["POST"])
 @auth_required
 @WRITE
+@provider_calls_limited
 @blp.arguments(TransferSchema)
 @blp.response(200, OrganizationSchema)
 @blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def transfer(body, organization_id):
-    """Make another member the owner; the old owner becomes an admin. Owner, with the password."""
+    """Make another member the owner; the old owner becomes an admin. Owner, with the password.
+
+    Without a billing email, the Stripe customer's email becomes the new owner's, at Stripe first (503:
+    nothing changes); counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT`` (429 past it).
+    """
     membership = access.owner(organization_id, g.current_user)
     service.transfer(membership.organization, membership, body["user_id"], body["password"])
     db.session.commit()
