@@ -14,6 +14,7 @@ from app.billing.call_costs import PROVIDER_CALL_COSTS
 from tests.conftest import PASSWORD, bearer, login, register
 from tests.test_billing_flow import Flow, start_flow
 from tests.test_billing_pages import settle
+from tests.test_organization_billing import Team
 from tests.test_selling import URLS, checkout, promotion
 from tests.test_subscription_management import post, subscribe
 
@@ -244,6 +245,41 @@ def test_a_payment_attempts_stripe_calls_are_within_its_cost_when_it_replaces_bo
         assert flow.stripe.v1.checkout.sessions.list(params={"customer": customer, "status": "open"}).data == [] \
             or endpoint == "subscription.checkout"
     assert all(count <= PROVIDER_CALL_COSTS[endpoint] for endpoint, count in counts.items()), counts
+
+
+def measured(flow, request):
+    """Return ``(status, Stripe calls)`` of one request made by ``request()``."""
+    before = stripe_requests(flow)
+    status = request().status_code
+    return status, stripe_requests(flow) - before
+
+
+def test_an_organizations_member_and_deletion_requests_cost_at_most_what_the_limit_counts(flow):
+    """Accepting (its first payment open, or a seat charged), removing a member and deleting the organisation
+    call Stripe a bounded number of times, at most their ``PROVIDER_CALL_COSTS`` entry."""
+    flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = "10000 per minute"
+    waiting = Team(flow)
+    opened = waiting.client.post(f"{waiting.base}/subscription/checkout",
+                                 json={"price": flow.prices["basic"], **URLS}, headers=waiting.ada)
+    assert opened.status_code == 201, opened.json
+    waiting.person("cy")
+    held = measured(flow, lambda: waiting.accept("cy", waiting.invite("cy")))
+    team = Team(flow)
+    team.subscribe()
+    for _ in range(3):  # history the requests must not read: subscriptions cancelled and started again
+        assert team.client.post(f"{team.base}/subscription/cancel", json={"at_period_end": False},
+                                headers=team.ada).status_code == 200
+        team.subscribe()
+    team.person("bob")
+    invitation = team.invite("bob")
+    accepted = measured(flow, lambda: team.accept("bob", invitation))
+    bob = team.client.get("/auth/me", headers=team.headers["bob"]).json["id"]
+    removed = measured(flow, lambda: team.client.delete(f"{team.base}/members/{bob}", headers=team.ada))
+    deleted = measured(flow, lambda: team.client.delete(team.base, json={"password": PASSWORD}, headers=team.ada))
+    assert [held[0], accepted[0], removed[0], deleted[0]] == [409, 200, 204, 204]
+    assert max(held[1], accepted[1]) <= PROVIDER_CALL_COSTS["organizations.accept"], (held, accepted)
+    assert removed[1] <= PROVIDER_CALL_COSTS["organizations.remove"], removed
+    assert deleted[1] <= PROVIDER_CALL_COSTS["organizations.delete"], deleted
 
 
 def test_the_call_limit_counts_each_endpoints_stripe_calls(flow):

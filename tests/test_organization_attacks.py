@@ -123,6 +123,11 @@ def test_an_organizations_update_is_counted_at_the_stripe_calls_it_makes(team):
                  id="own-name"),
     pytest.param(lambda team, i: team.client.get(f"{team.base}/usage", headers=team.ada), id="organization-usage"),
     pytest.param(lambda team, i: team.client.get("/usage", headers=team.ada), id="own-usage"),
+    # Counted before the view runs, as every limited endpoint: a member id or a password the view refuses too.
+    pytest.param(lambda team, i: team.client.delete(f"{team.base}/members/{10 ** 6 + i}", headers=team.ada),
+                 id="remove-member"),
+    pytest.param(lambda team, i: team.client.delete(team.base, json={"password": "not-it"}, headers=team.ada),
+                 id="delete-organization"),
 ])
 def test_requests_that_call_stripe_are_under_the_users_limit(team, request_of):
     team.subscribe()  # the organisation has a customer and a subscription: every request below asks Stripe
@@ -196,6 +201,35 @@ def test_nobody_joins_while_the_organizations_first_payment_is_open(team):
     team.flow.deliver()
     assert seats_of(team) == {"members": 2, "invitations": 0, "paid": 2}
     assert team.stripe_quantity(started.json["subscription"]["id"]) == 2
+
+
+def test_accepting_while_the_organizations_checkout_is_open_is_under_the_users_limit(team):
+    """Each accept asks Stripe (the organisation's unended subscriptions, an open Checkout) and the
+    invitation stays valid while the Checkout is open (409): a script looping it stops at the limit."""
+    opened = team.client.post(f"{team.base}/subscription/checkout", json={"price": team.flow.prices["basic"], **URLS},
+                              headers=team.ada)
+    assert opened.status_code == 201, opened.json
+    team.person("bob")
+    invitation = team.invite("bob")
+    team.flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = "20 per minute"
+    before = stripe_calls(team)
+    answers = [team.accept("bob", invitation).status_code for _ in range(25)]
+    calls = stripe_calls(team) - before
+    assert 429 in answers and set(answers) == {409, 429} and calls <= 20, (answers, calls)
+
+
+def test_a_checkout_paid_before_its_webhook_charges_the_seat_of_whoever_accepts(team):
+    """The accept reads the organisation's unended subscriptions (one page, never its history): a Checkout
+    completed whose webhooks have not arrived is live, and the new member's seat is charged on it."""
+    opened = team.client.post(f"{team.base}/subscription/checkout", json={"price": team.flow.prices["basic"], **URLS},
+                              headers=team.ada)
+    team.person("bob")
+    invitation = team.invite("bob")
+    subscription_id = complete(team.flow, opened.json["id"])["subscription"]  # no webhook delivered
+    assert team.accept("bob", invitation).status_code == 200
+    assert team.stripe_quantity(subscription_id) == 2
+    team.flow.deliver()
+    assert seats_of(team) == {"members": 2, "invitations": 0, "paid": 2}
 
 
 def test_an_abandoned_checkout_stops_holding_invitations_back_once_stripe_expires_it(team):

@@ -1,8 +1,11 @@
 """Metered prices in plans (issue 34 item 4): subscribing to a plan's licensed price adds the plan's
 metered prices as items; a swap replaces them with the new plan's; the plan and seats stay the
 licensed item's; a metered price is never sold alone."""
+import json
+
 import pytest
 
+from tests.conftest import PASSWORD
 from tests.test_billing_flow import start_flow
 from tests.test_subscription_management import post, stored, subscribe, updates, use_card
 from tests.test_usage import event
@@ -114,3 +117,42 @@ def test_cancel_now_bills_the_usage_of_the_period_so_far(flow):
     assert usage == [(42, 42 * 2)], "the usage reported until the cancellation, billed once"
     flow.deliver()
     assert flow.me()["plan"] == "free"
+
+
+def report(flow, *values, prefix="usage"):
+    """Report ``values`` as the client app's backend does (a service key); return the CLI runner."""
+    runner = flow.app.test_cli_runner()
+    key = runner.invoke(args=["create-service-key", "backend"]).output.strip().splitlines()[-1]
+    batch = {"events": [event(flow.me()["id"], f"{prefix}-{n}", value) for n, value in enumerate(values)]}
+    accepted = flow.client.post("/usage/events", json=batch, headers={"Authorization": f"Bearer {key}"})
+    assert accepted.json == {"accepted": len(values), "duplicates": 0}
+    return runner
+
+
+def test_deleting_the_account_bills_the_usage_of_the_period_so_far(flow):
+    """As ``POST /subscription/cancel`` now does (``invoice_now``): deleting the account is no way to use 42
+    metered tokens and never pay for them."""
+    subscription_id = subscribe(flow, "basic")
+    runner = report(flow, 30, 12, prefix="gone")
+    assert "delivered 2" in runner.invoke(args=["deliver-usage", "--once"]).output
+    gone = flow.client.delete("/auth/me", json={"password": PASSWORD}, headers=flow.headers)
+    assert gone.status_code == 204, gone.json
+    invoices = flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data
+    usage = [(line.quantity, line.amount) for invoice in invoices for line in invoice.lines.data
+             if line.pricing.price_details.price == flow.prices["basic_usage"]]
+    assert usage == [(42, 42 * 2)], usage
+
+
+def test_usage_not_yet_delivered_when_the_account_is_deleted_is_marked_failed_not_sent(flow):
+    """Events still in the ledger when the customer is deleted would reach a customer no invoice bills:
+    they are kept (their identifiers stay duplicates) as failed, with the reason, and never sent."""
+    subscribe(flow, "basic")
+    runner = report(flow, 5, 7, prefix="late")
+    assert flow.client.delete("/auth/me", json={"password": PASSWORD}, headers=flow.headers).status_code == 204
+    before = flow.emulator.control("GET", "requests")["total"]
+    runner.invoke(args=["deliver-usage", "--once"])
+    assert flow.emulator.control("GET", "requests")["total"] == before, "nothing sent for a deleted customer"
+    failed = runner.invoke(args=["usage-events", "--failed", "--json"]).output
+    listed = [json.loads(line) for line in failed.splitlines()]
+    assert sorted(row["identifier"] for row in listed) == ["late-0", "late-1"]
+    assert all("customer was deleted" in row["last_error"] for row in listed), listed

@@ -3,18 +3,25 @@
 Email change and deletion are provider-first, as every billing write: Stripe is changed first,
 and a Stripe failure (``ProviderUnavailable``, 503) leaves every local row as it was.
 """
+import logging
+
 from sqlalchemy import delete, exists, select
 
 from app.auth.recovery import check_password
 from app.auth.service import normalise_email
+from app.billing import objects, prices
 from app.billing.provider import get_provider
 from app.billing.statuses import TERMINAL_STATUSES
 from app.errors import EmailTaken
 from app.extensions import db
 from app.models import DeletedSubscriber, PasswordResetRequest, Subscription, User
 from app.models.account import address_hashes
+from app.models.usage import abandon_pending
 from app.models.user import lock_user
 from app.notifications import notify_account
+from app.observability import metrics
+
+log = logging.getLogger(__name__)
 
 
 def was_deleted_subscriber(billable):
@@ -60,12 +67,13 @@ def delete_account(user, password, release):
     ``release(user)`` runs once the password is checked, before anything is deleted: the
     organisations' rules (``organizations.service.release_account``, which may refuse with 409).
 
-    At Stripe every subscription not yet ended is cancelled now (no proration, no invoice) and the
-    customer deleted; ``ProviderUnavailable`` (503) there deletes nothing here (a retry finds what
-    was done: a cancelled subscription is skipped, a deleted customer counts as deleted). Then one
-    DELETE of the user: the foreign keys cascade to tokens, rotated tokens, notifications and
-    their deliveries, idempotency keys, subscriptions and their items. If the account ever
-    subscribed (a subscription here or at Stripe), the SHA-256 of every address it had is kept so
+    At Stripe every subscription not yet ended is cancelled now (``delete_customer``: a paid period's
+    metered usage so far is invoiced, as ``POST /subscription/cancel`` now does) and the customer
+    deleted; ``ProviderUnavailable`` (503) there deletes nothing here (a retry finds what was done: a
+    cancelled subscription is skipped, a deleted customer counts as deleted). Then one DELETE of the
+    user: the foreign keys cascade to tokens, rotated tokens, notifications and their deliveries,
+    idempotency keys, subscriptions and their items. If the account ever subscribed (a subscription
+    here or at Stripe), the SHA-256 of every address it had is kept so
     that the address registered again gets no free trial.
     """
     check_password(user, password)
@@ -87,18 +95,40 @@ def delete_account(user, password, release):
 def delete_customer(billable):
     """Cancel the customer's unended subscriptions and delete it at Stripe; return whether it had any subscription.
 
-    For a user's account and an organisation alike (``billable``: ``models.billable``).
+    For a user's account and an organisation alike (``billable``: ``models.billable``). Each unended
+    subscription's open invoice is voided, then the subscription cancelled now on the terms of
+    ``POST /subscription/cancel`` now (``prices.cancel_now_terms``): an ``active`` one with metered
+    prices gets its final invoice, the usage of the period so far, before the customer goes. Usage
+    accepted here but not yet delivered to Stripe is not billed: it is marked ``failed``
+    (``models.usage.abandon_pending``). Stripe calls: the customer, one page of subscriptions, two or
+    three per unended one (the service keeps one), and the deletion; never the customer's history.
+    Raises ``ProviderUnavailable`` (503).
     """
     provider = get_provider()
-    if provider.retrieve_customer(billable.provider_id).get("deleted"):
-        return False  # a retry: the deletion got this far before the local one failed
+    # A retry finds the customer deleted: the deletion got this far before the local one failed.
+    deleted = provider.retrieve_customer(billable.provider_id).get("deleted")
+    ever_subscribed = False if deleted else _cancel_and_delete(provider, billable)
+    abandoned = abandon_pending(billable.provider_id)
+    if abandoned:
+        log.warning("usage: %s pending events of deleted customer %s not billed", abandoned, billable.provider_id)
+        metrics.usage_events("failed", abandoned)
+    return ever_subscribed
+
+
+def _cancel_and_delete(provider, billable):
     unended = provider.list_unended_subscriptions(billable.provider_id)
     for subscription in unended:
         if subscription["status"] not in TERMINAL_STATUSES:
             # Voided first: a deleted customer's open invoice would still take a payment.
             provider.void_latest_invoice(subscription)
-            provider.cancel_subscription(subscription["id"],
-                                         f"delete-{billable.idempotency_token}-{subscription['id']}")
+            prorate, invoice_now = prices.cancel_now_terms(subscription["status"], any(
+                objects.is_metered(item) for item in objects.items_of(subscription)))
+            # Credited only against the final invoice: without one the credit would stay on the balance
+            # of a customer deleted a moment later.
+            prorate = prorate and invoice_now
+            # The terms are in the key: Stripe refuses a key reused with other parameters.
+            key = f"delete-{billable.idempotency_token}-{subscription['id']}" + ("-invoice-now" if invoice_now else "")
+            provider.cancel_subscription(subscription["id"], key, prorate=prorate, invoice_now=invoice_now)
     ever_subscribed = bool(unended) or provider.has_subscriptions(billable.provider_id)
     provider.delete_customer(billable.provider_id)
     return ever_subscribed

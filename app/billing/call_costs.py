@@ -27,6 +27,14 @@ PROVIDER_CALL_COSTS = {
     # the period's subscription read, the meters' list (cached), a summary per meter (one is usual)
     "usage.show": 3,
     "usage.show_organization": 3,
+    # no live subscription here: one page of the unended ones (a Checkout or payment that cleared before
+    # its webhook) and an open Checkout; then the seat: a pending change re-read, the update, a replay's read
+    "organizations.accept": 4,
+    # the seat lowered: the update and a replay's read
+    "organizations.remove": 2,
+    # the customer, one page of its unended subscriptions, for the one the service keeps a void, the cancel
+    # and a replay's read (or, with none, whether it ever had one), the deletion
+    "organizations.delete": 6,
 }
 
 # The dearest request: a limit below it per window would refuse every such request, so start-up refuses it.

@@ -11,6 +11,7 @@ process and kept. Whether a price is still active is left to Stripe, which refus
 """
 from flask import current_app
 
+from app.billing.statuses import VALID_STATUSES
 from app.errors import UnknownPrice
 
 INVOICE_AT_ONCE = "always_invoice"
@@ -61,3 +62,20 @@ def proration_for(provider, current_price, current_quantity, price, quantity):
     if costs_money(before, current_quantity, after, quantity):
         return INVOICE_AT_ONCE
     return current_app.config["PROVIDER_PRORATION"]
+
+
+def cancel_now_terms(status, metered):
+    """Return ``(prorate, invoice_now)`` for cancelling now a subscription in Stripe ``status`` whose items
+    include a metered price when ``metered``: ``POST /subscription/cancel`` now and a deleted account alike.
+
+    ``invoice_now``: Stripe bills the usage of a period cut short only on a final invoice asked for with it
+    ("a final invoice that invoices for any un-invoiced metered usage", https://docs.stripe.com/api/subscriptions/cancel;
+    "you charge the customer for the usage accrued during the shortened billing period",
+    https://docs.stripe.com/billing/subscriptions/usage-based/manage-billing-setup): without it, cancelling
+    now would be a way not to pay for usage. A paid period only (``active``): a trial's usage is never
+    billed, and in dunning nothing more is collected. ``prorate`` credits the unused time of a period
+    in good standing (``active``, ``trialing``) unless ``PROVIDER_PRORATION`` is ``none``: in dunning the
+    period was never paid for, so its unused time is no credit to give back.
+    """
+    prorate = current_app.config["PROVIDER_PRORATION"] != "none" and status in VALID_STATUSES
+    return prorate, status == "active" and metered

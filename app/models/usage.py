@@ -1,7 +1,7 @@
 """Service keys and the usage ledger (CONTRACT "Additions (fifth round)": "Usage-based billing")."""
 from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -68,3 +68,21 @@ class UsageEvent(db.Model):
 
     def __repr__(self):
         return f"<UsageEvent {self.id} {self.identifier!r} {self.status}>"
+
+
+ABANDONED = "not billed: its Stripe customer was deleted (the account or organisation) before delivery"
+
+
+def abandon_pending(customer):
+    """Mark the pending events of the Stripe customer ``customer`` ``failed`` (``ABANDONED``); return how many.
+
+    For a customer being deleted (``auth.profile.delete_customer``, after Stripe): its final invoice was
+    made from what Stripe's meters had, and these would reach a deleted customer, whom no invoice bills.
+    Delivering them first is no way out: they are unbounded in number, and Stripe aggregates meter
+    events asynchronously, so one sent a moment before the cancel may miss the final invoice all the
+    same. The rows stay (their identifiers still count as duplicates; ``flask usage-events --failed``
+    lists them). The caller commits.
+    """
+    return db.session.execute(update(UsageEvent).where(UsageEvent.customer == customer, UsageEvent.status == PENDING)
+                              .values(status=FAILED, last_error=ABANDONED)
+                              .execution_options(synchronize_session=False)).rowcount

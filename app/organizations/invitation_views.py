@@ -2,7 +2,7 @@
 from flask import g
 
 from app import presentation
-from app.auth.bearer import auth_required, current_user_for_update
+from app.auth.bearer import auth_required, current_user_for_update, provider_calls_limited
 from app.errors import AppError
 from app.extensions import db
 from app.organizations import access, invitations
@@ -59,6 +59,7 @@ def revoke(organization_id, invitation_id):
 @blp.route("/organizations/invitations/accept", methods=["POST"])
 @auth_required
 @WRITE
+@provider_calls_limited
 @blp.arguments(AcceptSchema)
 @blp.response(200, OrganizationSchema)
 @blp.alt_response(400, response="BAD_REQUEST")
@@ -70,7 +71,8 @@ def accept(body):
     """Join the organisation of an invitation: the caller's verified address must be the invited one (403
     ``email_mismatch`` / ``email_unverified``); 400 ``invalid_token`` for a revoked, expired, used or foreign
     token. With a live subscription the seat is charged first: declined, 402 ``payment_required`` and the
-    caller is not added (the invitation stays valid)."""
+    caller is not added (the invitation stays valid). Counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT``
+    (429 past it): while the organisation's first payment is open (409) a retry still asks Stripe."""
     try:
         membership = invitations.accept(current_user_for_update(), body["token"])
     except AppError as error:

@@ -15,6 +15,7 @@ from flask import current_app
 
 from app.billing import objects, prices
 from app.billing.provider import get_provider
+from app.extensions import db
 from app.idempotency import provider_key
 from app.subscription import current
 from app.subscription.errors import PaymentPending, PaymentRequired
@@ -66,18 +67,27 @@ def refuse_while_first_payment_open(organization):
 
     Stripe starts each at the quantity it was created with (the members then), so a member accepted
     meanwhile would have no paid seat: ``set_seats`` has no live subscription to raise yet. With a
-    customer and no live subscription here, the organisation is synced first (a subscription whose
-    payment cleared before its webhook arrived is live, and ``set_seats`` charges for it) and Stripe
-    is asked for an open session: two calls, only for an organisation without a live subscription.
-    Under the organisation's lock (the caller takes it). Raises ``ProviderUnavailable`` (503).
+    customer and no live subscription here, the customer's unended subscriptions are read first and
+    written as the webhooks would (a subscription whose payment cleared, or whose Checkout completed,
+    before its webhook arrived is live, and ``set_seats`` charges for it); then Stripe is asked for an
+    open session. Two calls, only for an organisation without a live subscription: one page of its
+    unended subscriptions (``list_unended_subscriptions``), never its whole history (CONTRACT "Changes to
+    the fourth round": bounded Stripe work), and one page of one session. Under the organisation's lock
+    (the caller takes it). Raises ``ProviderUnavailable`` (503).
     """
     if organization.provider_id is None or seat_subscription(organization) is not None:
         return
     provider = get_provider()
-    provider.sync(organization)
+    unended = provider.list_unended_subscriptions(organization.provider_id)
+    for live in unended:
+        current.write(organization, live)
+    db.session.flush()
+    db.session.expire(organization, ["subscriptions"])
     if seat_subscription(organization) is not None:
         return
-    if (any(s.provider_status in NOT_STARTED_STATUSES for s in organization.subscriptions)
+    # Stripe's statuses as just read: a row stored ``incomplete`` that Stripe has since cancelled (not
+    # listed) holds nobody back, its webhook still to come.
+    if (any(live.get("status") in NOT_STARTED_STATUSES for live in unended)
             or provider.list_checkout_sessions(organization.provider_id, 1, status="open")):
         raise FirstPaymentOpen()
 

@@ -94,12 +94,14 @@ def update(body, organization_id):
 @blp.route("/organizations/<organization_id>", methods=["DELETE"])
 @auth_required
 @WRITE
+@provider_calls_limited
 @blp.arguments(PasswordConfirmSchema)
 @blp.response(204)
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def delete(body, organization_id):
-    """Delete it: the live subscription cancelled now and the Stripe customer deleted first. Owner."""
+    """Delete it: the live subscription cancelled now (its usage so far invoiced) and the Stripe customer
+    deleted first. Owner. Counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT`` (429 past it)."""
     membership = access.owner(organization_id, g.current_user)
     service.delete_organization(membership.organization, membership, body["password"])
     db.session.commit()
@@ -136,6 +138,7 @@ def set_role(body, organization_id, user_id):
 @blp.route("/organizations/<organization_id>/members/<int:user_id>", methods=["DELETE"])
 @auth_required
 @WRITE
+@provider_calls_limited
 @blp.response(204)
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(409, response="CONFLICT")
@@ -143,7 +146,7 @@ def set_role(body, organization_id, user_id):
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def remove(organization_id, user_id):
     """Remove a member (owner, admin) or leave (the member itself): one seat fewer at Stripe first.
-    The owner cannot leave: 409 ``owner_must_transfer``."""
+    The owner cannot leave: 409 ``owner_must_transfer``. Counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT``."""
     membership = access.membership(organization_id, g.current_user)
     service.remove(membership.organization, membership, user_id)
     db.session.commit()

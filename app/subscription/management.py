@@ -179,18 +179,12 @@ def cancel(billable, at_period_end=True):
         live = provider.update_subscription(subscription.provider_id, {"cancel_at_period_end": True},
                                             provider_key(billable, "cancel"))
     else:
-        # In dunning the period was never paid for: its unused time is no credit to give back, and
-        # its open invoice is voided first, so that nothing collects it once the subscription is gone.
-        prorate = current_app.config["PROVIDER_PRORATION"] != "none" and subscription.provider_status in VALID_STATUSES
+        # In dunning the period was never paid for: its open invoice is voided first, so that nothing
+        # collects it once the subscription is gone.
         if subscription.provider_status not in VALID_STATUSES:
             provider.void_latest_invoice(provider.retrieve_subscription(subscription.provider_id))
-        # Stripe bills the usage of a period cut short only on a final invoice asked for with invoice_now ("a final
-        # invoice that invoices for any un-invoiced metered usage", https://docs.stripe.com/api/subscriptions/cancel;
-        # "you charge the customer for the usage accrued during the shortened billing period",
-        # https://docs.stripe.com/billing/subscriptions/usage-based/manage-billing-setup): without it, cancelling
-        # now would be a way not to pay for usage. A paid period only: a trial's usage is never billed, and in
-        # dunning nothing more is collected.
-        invoice_now = subscription.provider_status == "active" and bool(usage_plans.metered_items(subscription.items))
+        prorate, invoice_now = prices.cancel_now_terms(subscription.provider_status,
+                                                       bool(usage_plans.metered_items(subscription.items)))
         live = provider.cancel_subscription(subscription.provider_id, provider_key(billable, "cancel-now"),
                                             prorate=prorate, invoice_now=invoice_now)
     return current.write(billable, live)
