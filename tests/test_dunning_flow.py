@@ -103,7 +103,7 @@ def test_a_trial_that_ends_is_announced_three_days_ahead(flow):
     flow.stripe.v1.customers.update(customer.id,
                                     params={"invoice_settings": {"default_payment_method": "pm_card_visa"}})
     # With its own card: a trial entitles once its card is saved (CONTRACT "Changes to the third round").
-    trial = flow.stripe.v1.subscriptions.create(params={
+    trial = flow.stripe.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": flow.prices["basic"]}], "trial_period_days": 14,
         "default_payment_method": "pm_card_visa"})
     flow.deliver()

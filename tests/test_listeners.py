@@ -72,7 +72,7 @@ def paid(app, provider_customer, stripe_client, prices):
     Its row has no ``default_payment_method`` and, the method being saved on the subscription only,
     the customer has no default: the invoice event is what tells the listener which card paid.
     """
-    created = stripe_client.v1.subscriptions.create(params={
+    created = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": provider_customer, "items": [{"price": prices["basic"]}], "payment_behavior": "default_incomplete",
         "payment_settings": {"save_default_payment_method": "on_subscription"},
         "expand": ["latest_invoice.confirmation_secret"]})

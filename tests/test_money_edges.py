@@ -177,10 +177,12 @@ def test_code_restrictions_are_refused_before_any_change(flow):
     assert first.json["error"]["code"] == "invalid_promotion_code", "the customer has paid before"
     customer = flow.stripe.v1.subscriptions.retrieve(started["subscription"]["id"]).customer
     with pytest.raises(stripe.InvalidRequestError, match="prior transactions"):
-        flow.stripe.v1.subscriptions.create(params={"customer": customer, "items": [{"price": flow.prices["pro"]}],
+        flow.stripe.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
+                                                    "customer": customer, "items": [{"price": flow.prices["pro"]}],
                                                     "discounts": [{"promotion_code": _code_id(flow, "FIRST")}]})
     with pytest.raises(stripe.InvalidRequestError, match="minimum"):
-        flow.stripe.v1.subscriptions.create(params={"customer": customer, "items": [{"price": flow.prices["pro"]}],
+        flow.stripe.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
+                                                    "customer": customer, "items": [{"price": flow.prices["pro"]}],
                                                     "discounts": [{"promotion_code": _code_id(flow, "BIG")}]})
     assert len(flow.stripe.v1.subscriptions.list(params={"customer": customer, "status": "all"}).data) == 1, \
         "a refused code leaves no subscription behind at Stripe"
@@ -238,7 +240,7 @@ def test_a_payment_attempts_stripe_calls_are_within_its_cost_when_it_replaces_bo
         customer = flow.stripe.v1.subscriptions.retrieve(unpaid).customer
         flow.stripe.v1.checkout.sessions.create(params={
             "mode": "subscription", "customer": customer, "line_items": [{"price": flow.prices["basic"]}],
-            "success_url": URLS["success_url"]})
+            "success_url": URLS["success_url"], "subscription_data": {"billing_mode": {"type": "classic"}}})
         before = stripe_requests(flow)
         replace()
         counts[endpoint] = stripe_requests(flow) - before

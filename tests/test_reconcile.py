@@ -42,7 +42,7 @@ class Provider:
         return customer_id
 
     def subscribe(self, customer_id, pay=True):
-        created = self.stripe.v1.subscriptions.create(params={
+        created = self.stripe.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
             "customer": customer_id, "items": [{"price": self.prices["basic"]}],
             "payment_behavior": "default_incomplete",
             "payment_settings": {"save_default_payment_method": "on_subscription"},

@@ -140,7 +140,7 @@ def test_the_provider_resumes_a_paused_trial_with_the_anchor_stripe_accepts(emul
     price = stripe_client.v1.prices.create(params={
         "unit_amount": 900, "currency": "usd", "recurring": {"interval": "month"}, "product_data": {"name": "Basic"}})
     customer = stripe_client.v1.customers.create(params={"email": "paused@example.com"})
-    subscription = stripe_client.v1.subscriptions.create(params={
+    subscription = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "trial_period_days": 1,
         "payment_behavior": "default_incomplete",
         "payment_settings": {"save_default_payment_method": "on_subscription"},

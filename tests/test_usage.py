@@ -230,7 +230,8 @@ def test_the_renewal_invoice_on_a_test_clock_bills_exactly_the_usage_reported(ap
         db.session.add(user)
         db.session.commit()
         user_id = user.id
-    sub = stripe_client.v1.subscriptions.create(params={"customer": customer, "items": [
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
+                                                        "customer": customer, "items": [
         {"price": licensed.id}, {"price": metered.id}]})
     values = [120, 3, 4000, 77]
     batch = {"events": [event(user_id, f"clock-{n}", value) for n, value in enumerate(values)]}

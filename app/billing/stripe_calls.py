@@ -18,6 +18,12 @@ from app.pagination import InvalidCursor
 
 log = logging.getLogger("app.billing.stripe_provider")
 
+# The billing mode of every subscription the service creates, named: at the pinned API version Stripe makes
+# one created without a mode ``flexible`` (https://docs.stripe.com/changelog/clover/2025-09-30/billing-mode-default-flexible),
+# whose credit prorations and usage billing differ (https://docs.stripe.com/billing/subscriptions/billing-mode/compare)
+# from what the swap previews and the usage plans were built on, and which the emulator does not model.
+BILLING_MODE = "classic"
+
 
 def one_line(exc):
     # The SDK's messages span several lines ("If this problem persists, let us know..."); a log

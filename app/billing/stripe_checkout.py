@@ -4,7 +4,7 @@ from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateP
 from stripe.params.checkout import SessionListParams as CheckoutSessionListParams
 
 from app.billing.objects import CHECKOUT_ORIGIN
-from app.billing.stripe_calls import client_values_refused, provider_call
+from app.billing.stripe_calls import BILLING_MODE, client_values_refused, provider_call
 from app.errors import ProviderRejected
 
 
@@ -26,7 +26,7 @@ class CheckoutCalls:
         if promotion_code:
             params["discounts"] = [{"promotion_code": promotion_code}]
         # Marked, so that its creation's webhook leaves its trial to the session's completion (CommitPlan).
-        params["subscription_data"] = {"metadata": {"origin": CHECKOUT_ORIGIN}}
+        params["subscription_data"] = {"metadata": {"origin": CHECKOUT_ORIGIN}, "billing_mode": {"type": BILLING_MODE}}
         if trial_days:
             params["subscription_data"]["trial_period_days"] = trial_days
         if automatic_tax:

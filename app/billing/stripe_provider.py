@@ -26,7 +26,15 @@ from app import jsonbody
 from app.billing import sync
 from app.billing.provider import SubscriptionProvider
 from app.billing.provider_errors import ChangeDeclined
-from app.billing.stripe_calls import client_values_refused, one_line, provider_call, read, requests_session, signed_at
+from app.billing.stripe_calls import (
+    BILLING_MODE,
+    client_values_refused,
+    one_line,
+    provider_call,
+    read,
+    requests_session,
+    signed_at,
+)
 from app.billing.stripe_checkout import CheckoutCalls
 from app.billing.stripe_customers import CustomerCalls
 from app.billing.stripe_meters import MeterCalls
@@ -91,6 +99,7 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, SubscriptionProvi
             + [{"price": other} for other in metered],
             "payment_behavior": "default_incomplete",
             "payment_settings": {"save_default_payment_method": "on_subscription"},
+            "billing_mode": {"type": BILLING_MODE},
             "expand": SUBSCRIPTION_EXPAND,
         }
         if promotion_code:

@@ -94,7 +94,7 @@ def test_errors_raise_sdk_exceptions(stripe_client, emulator, customer):
     assert excinfo.value.http_status == 400 and excinfo.value.code == "parameter_unknown"
     assert excinfo.value.param == "emial"
     with pytest.raises(stripe.InvalidRequestError) as excinfo:
-        stripe_client.v1.subscriptions.create(params={"customer": customer.id,
+        stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"}, "customer": customer.id,
                                                       "items": [{"price": "price_nope"}]})
     assert excinfo.value.param == "items[0][price]"
     bad_key = stripe.StripeClient("pk_live_x", base_addresses={"api": emulator.url},

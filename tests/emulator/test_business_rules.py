@@ -28,7 +28,7 @@ def _refused(call) -> stripe.InvalidRequestError:
 
 def _sub(stripe_client, customer, price, **extra):
     return stripe_client.v1.subscriptions.create(params={
-        "customer": customer.id, "items": [{"price": price.id}], **extra})
+        "billing_mode": {"type": "classic"}, "customer": customer.id, "items": [{"price": price.id}], **extra})
 
 
 def test_metadata_is_bounded_as_stripe_bounds_it(stripe_client):
@@ -68,7 +68,7 @@ def test_an_over_long_email_is_refused(stripe_client):
 def test_negative_quantities_and_trial_days_are_refused(stripe_client, card_customer, price):
     for params in ({"items": [{"price": price.id, "quantity": -1}]}, {"trial_period_days": -3}):
         error = _refused(lambda p=params: stripe_client.v1.subscriptions.create(params={
-            "customer": card_customer.id, "items": [{"price": price.id}], **p}))
+            "billing_mode": {"type": "classic"}, "customer": card_customer.id, "items": [{"price": price.id}], **p}))
         assert error.code == "parameter_invalid_integer"
         assert error.param in ("items[0][quantity]", "trial_period_days")
     assert stripe_client.v1.subscriptions.list(params={"customer": card_customer.id}).data == []
@@ -95,13 +95,13 @@ def test_a_future_trial_end_on_create_is_the_trial(stripe_client, emulator, card
 
 
 def test_at_most_twenty_items_and_no_price_twice(stripe_client, card_customer, price, price2):
-    twice = _refused(lambda: stripe_client.v1.subscriptions.create(params={
+    twice = _refused(lambda: stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": card_customer.id, "items": [{"price": price.id}, {"price": price.id}]}))
     assert twice.param == "items"
     prices = [stripe_client.v1.prices.create(params={
         "unit_amount": 100 + i, "currency": "usd", "recurring": {"interval": "month"},
         "product_data": {"name": f"p{i}"}}) for i in range(21)]
-    many = _refused(lambda: stripe_client.v1.subscriptions.create(params={
+    many = _refused(lambda: stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": card_customer.id, "items": [{"price": p.id} for p in prices]}))
     assert many.param == "items" and "20" in many.user_message
     sub = _sub(stripe_client, card_customer, price)
@@ -116,3 +116,35 @@ def test_at_most_twenty_items_and_no_price_twice(stripe_client, card_customer, p
 def test_pending_if_incomplete_is_for_updates_only(stripe_client, card_customer, price):
     error = _refused(lambda: _sub(stripe_client, card_customer, price, payment_behavior="pending_if_incomplete"))
     assert error.param == "payment_behavior"
+
+
+def test_a_subscription_without_billing_mode_classic_is_refused_not_answered_as_classic(stripe_client, card_customer,
+                                                                                       price):
+    """Since 2025-09-30.clover Stripe makes a subscription without ``billing_mode`` flexible, which the emulator
+    does not model: refused, so a caller that forgets the mode fails here, not in production."""
+    for mode in (None, {"type": "flexible"}):
+        params = {"customer": card_customer.id, "items": [{"price": price.id}]}
+        if mode:
+            params["billing_mode"] = mode
+        error = _refused(lambda p=params: stripe_client.v1.subscriptions.create(params=p))
+        assert (error.code, error.param) == ("parameter_unsupported", "billing_mode[type]")
+    session = _refused(lambda: stripe_client.v1.checkout.sessions.create(params={
+        "mode": "subscription", "customer": card_customer.id, "line_items": [{"price": price.id, "quantity": 1}],
+        "success_url": "http://x/ok"}))
+    assert session.param == "subscription_data[billing_mode][type]"
+    assert _sub(stripe_client, card_customer, price).billing_mode.type == "classic"
+
+
+def test_classic_items_share_one_interval(stripe_client, card_customer, price):
+    """Mixed intervals need flexible mode (https://docs.stripe.com/billing/subscriptions/mixed-interval)."""
+    yearly = stripe_client.v1.prices.create(params={
+        "unit_amount": 10000, "currency": "usd", "recurring": {"interval": "year"}, "product_data": {"name": "y"}})
+    both = [{"price": price.id}, {"price": yearly.id}]
+    mixed = _refused(lambda: _sub(stripe_client, card_customer, price, items=both))
+    assert mixed.param == "items" and "interval" in mixed.user_message
+    sub = _sub(stripe_client, card_customer, price)
+    added = _refused(lambda: stripe_client.v1.subscriptions.update(sub.id, params={"items": [{"price": yearly.id}]}))
+    assert added.param == "items"
+    swapped = stripe_client.v1.subscriptions.update(sub.id, params={
+        "items": [{"id": sub["items"].data[0].id, "price": yearly.id}], "proration_behavior": "none"})
+    assert swapped["items"].data[0].price.id == yearly.id, "all items on the new interval is one interval"

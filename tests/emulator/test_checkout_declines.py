@@ -16,9 +16,10 @@ from scripts.stripe_emulator.testing import EmulatorControlError
 
 def _session(stripe_client, customer, price, trial_days=None):
     params = {"mode": "subscription", "customer": customer.id, "success_url": "http://127.0.0.1:9/ok",
-              "line_items": [{"price": price.id, "quantity": 1}]}
+              "line_items": [{"price": price.id, "quantity": 1}],
+              "subscription_data": {"billing_mode": {"type": "classic"}}}
     if trial_days:
-        params["subscription_data"] = {"trial_period_days": trial_days}
+        params["subscription_data"]["trial_period_days"] = trial_days
     return stripe_client.v1.checkout.sessions.create(params=params)
 
 

@@ -75,7 +75,7 @@ def test_paying_on_the_hosted_invoice_page_recovers(stripe_client, emulator, cus
 def test_trial_will_end_three_days_before_the_trial_ends_once(stripe_client, emulator, customer, price):
     stripe_client.v1.customers.update(customer.id, params={
         "invoice_settings": {"default_payment_method": "pm_card_visa"}})
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "trial_period_days": 7})
     emulator.advance(4 * DAY - 60)
     assert events_of(stripe_client, sub.id, {"customer.subscription.trial_will_end"}) == []

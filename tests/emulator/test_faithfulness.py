@@ -27,7 +27,7 @@ def _swap(stripe_client, sub, price, **extra):
 
 @pytest.mark.parametrize("behavior", ["always_invoice", "create_prorations"])
 def test_a_swap_during_a_trial_prorates_no_trial_time(stripe_client, customer, price, emulator, behavior):
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "trial_period_days": 14})
     emulator.advance(3 * 86400)
     dearer = _price(stripe_client, 4500)
@@ -43,7 +43,8 @@ def test_a_swap_during_a_trial_prorates_no_trial_time(stripe_client, customer, p
 
 
 def test_a_swap_to_another_currency_or_an_inactive_price_is_refused(stripe_client, customer, price):
-    sub = stripe_client.v1.subscriptions.create(params={"customer": customer.id, "items": [{"price": price.id}]})
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
+                                                        "customer": customer.id, "items": [{"price": price.id}]})
     for other, said in ((_price(stripe_client, 1500, "eur"), "doesn't match the expected currency: `usd`"),
                         (_price(stripe_client, 2500, active=False), "The price specified is inactive")):
         with pytest.raises(stripe.InvalidRequestError) as refused:
@@ -52,9 +53,10 @@ def test_a_swap_to_another_currency_or_an_inactive_price_is_refused(stripe_clien
         assert refused.value.http_status == 400
     live = stripe_client.v1.subscriptions.retrieve(sub.id)
     assert live["items"].data[0].price.id == price.id and live.latest_invoice == sub.latest_invoice
+    inactive = _price(stripe_client, 700, active=False)
     with pytest.raises(stripe.InvalidRequestError, match="inactive"):
-        stripe_client.v1.subscriptions.create(params={"customer": customer.id, "items": [
-            {"price": _price(stripe_client, 700, active=False).id}]})
+        stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"}, "customer": customer.id,
+                                                      "items": [{"price": inactive.id}]})
 
 
 def test_an_inactive_price_stays_inactive(stripe_client):

@@ -105,7 +105,8 @@ def test_metered_prices_need_a_meter_and_take_no_quantity(stripe_client, custome
         "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}})
     assert (metered.recurring.usage_type, metered.recurring.meter) == ("metered", meter.id)
     with pytest.raises(stripe.InvalidRequestError) as refused:
-        stripe_client.v1.subscriptions.create(params={"customer": customer.id, "items": [
+        stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
+                                                      "customer": customer.id, "items": [
             {"price": metered.id, "quantity": 3}]})
     assert refused.value.param == "items[0][quantity]"
 
@@ -137,7 +138,7 @@ def test_a_pending_update_takes_no_item_deletion(stripe_client, customer, price)
         "currency": "usd", "unit_amount": 2, "product": price.product,
         "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}})
     stripe_client.v1.payment_methods.attach("pm_card_visa", params={"customer": customer.id})
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "default_payment_method": "pm_card_visa",
         "items": [{"price": price.id}, {"price": metered.id}]})
     item = sub["items"].data[1].id
@@ -158,7 +159,7 @@ def test_a_pending_update_adds_no_item(stripe_client, customer, price):
         "currency": "usd", "unit_amount": 2, "product": price.product,
         "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}})
     stripe_client.v1.payment_methods.attach("pm_card_visa", params={"customer": customer.id})
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "default_payment_method": "pm_card_visa", "items": [{"price": price.id}]})
     with pytest.raises(stripe.InvalidRequestError) as refused:
         stripe_client.v1.subscriptions.update(sub.id, params={
@@ -177,8 +178,9 @@ def _metered_on_clock(stripe_client, emulator, price, **subscription):
     cus = stripe_client.v1.customers.create(params={
         "email": "m@example.com", "payment_method": "pm_card_visa", "test_clock": clock.id,
         "invoice_settings": {"default_payment_method": "pm_card_visa"}})
-    sub = stripe_client.v1.subscriptions.create(params={"customer": cus.id, "items": [
-        {"price": price.id}, {"price": metered.id}], **subscription})
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"}, "customer": cus.id,
+                                                        "items": [{"price": price.id}, {"price": metered.id}],
+                                                        **subscription})
     return clock, cus, sub, metered
 
 

@@ -54,7 +54,7 @@ def test_a_restarted_emulator_has_its_objects_clock_and_idempotency_keys(tmp_pat
             "product_data": {"name": "Basic"}, "lookup_key": "basic"})
         customer = first.stripe.v1.customers.create(params={"email": "ada@example.com"},
                                                    options={"idempotency_key": "customer-ada"})
-        subscription = first.stripe.v1.subscriptions.create(params={
+        subscription = first.stripe.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
             "customer": customer.id, "items": [{"price": price.id}], "payment_behavior": "default_incomplete"})
         requests.post(f"{first.url}/_emulator/clock/advance", json={"seconds": 3600}, timeout=10)
     finally:

@@ -46,7 +46,8 @@ def _lines(invoice):
 
 def test_an_upgrade_with_a_new_code_credits_the_old_time_whole_and_discounts_only_the_new(stripe_client, paying):
     ten, twenty = _price(stripe_client, 1000), _price(stripe_client, 2000)
-    sub = stripe_client.v1.subscriptions.create(params={"customer": paying.id, "items": [{"price": ten.id}]})
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
+                                                        "customer": paying.id, "items": [{"price": ten.id}]})
     when, share = _midway(sub)
     coupon = _coupon(stripe_client)
     change = _swap(stripe_client, sub, twenty, when)
@@ -67,7 +68,7 @@ def test_an_upgrade_with_a_new_code_credits_the_old_time_whole_and_discounts_onl
 def test_a_downgrades_credit_is_the_same_whatever_the_invoices_sign_and_the_balance_is_used(stripe_client, emulator,
                                                                                             paying):
     ten, twenty = _price(stripe_client, 1000), _price(stripe_client, 2000)
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": paying.id, "items": [{"price": twenty.id}], "discounts": [{"coupon": _coupon(stripe_client)}]})
     assert sub.latest_invoice and stripe_client.v1.invoices.retrieve(sub.latest_invoice).amount_paid == 1600
     when, share = _midway(sub)
@@ -87,7 +88,8 @@ def test_a_downgrades_credit_is_the_same_whatever_the_invoices_sign_and_the_bala
 
 def test_an_interval_change_starts_a_new_period_and_charges_what_the_preview_showed(stripe_client, emulator, paying):
     monthly, yearly = _price(stripe_client, 1000), _price(stripe_client, 10000, "year")
-    sub = stripe_client.v1.subscriptions.create(params={"customer": paying.id, "items": [{"price": monthly.id}]})
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"}, "customer": paying.id,
+                                                        "items": [{"price": monthly.id}]})
     now = emulator.clock()
     change = {"items": [{"id": sub["items"].data[0].id, "price": yearly.id}], "proration_behavior": "always_invoice",
               "proration_date": now}

@@ -86,7 +86,7 @@ def test_invoice_pay_recovers_a_past_due_subscription_with_the_new_card(stripe_c
 
 
 def test_an_invoice_pdf_is_a_pdf_of_the_invoice(stripe_client, customer, price):
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "payment_behavior": "default_incomplete",
         "expand": ["latest_invoice"]})
     invoice = sub.latest_invoice

@@ -25,7 +25,7 @@ def events_of(client, sub_id=None, types=None):
 
 
 def create_incomplete(client, customer, price, **extra):
-    return client.v1.subscriptions.create(params={
+    return client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id, "quantity": 1}],
         "payment_behavior": "default_incomplete",
         "payment_settings": {"save_default_payment_method": "on_subscription"},
@@ -123,7 +123,7 @@ def test_immediate_payment_with_customer_default(stripe_client, customer, price)
                                                  params={"customer": customer.id})
     stripe_client.v1.customers.update(customer.id, params={
         "invoice_settings": {"default_payment_method": pm.id}})
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}],
         "expand": ["latest_invoice"]})
     assert sub.status == "active" and sub.latest_invoice.status == "paid"
@@ -135,19 +135,19 @@ def test_immediate_payment_declined(stripe_client, customer, price):
     stripe_client.v1.customers.update(customer.id, params={
         "invoice_settings": {"default_payment_method": "pm_card_chargeDeclined"}})
     with pytest.raises(stripe.CardError):
-        stripe_client.v1.subscriptions.create(params={
+        stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
             "customer": customer.id, "items": [{"price": price.id}],
             "payment_behavior": "error_if_incomplete"})
     assert stripe_client.v1.subscriptions.list(params={"status": "all"}).data == []
     # allow_incomplete (the default) creates an incomplete subscription instead.
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}]})
     assert sub.status == "incomplete"
 
 
 def test_no_payment_method_is_an_error(stripe_client, customer, price):
     with pytest.raises(stripe.InvalidRequestError) as excinfo:
-        stripe_client.v1.subscriptions.create(params={
+        stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
             "customer": customer.id, "items": [{"price": price.id}]})
     assert excinfo.value.code == "resource_missing"
 
@@ -246,7 +246,7 @@ def test_failed_renewal_then_recovery(stripe_client, emulator, customer, price):
 def test_trial_then_active(stripe_client, emulator, customer, price):
     stripe_client.v1.customers.update(customer.id, params={
         "invoice_settings": {"default_payment_method": "pm_card_visa"}})
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "trial_period_days": 7})
     assert sub.status == "trialing" and sub.trial_end - sub.trial_start == 7 * DAY
     assert sub["items"].data[0].current_period_end == sub.trial_end

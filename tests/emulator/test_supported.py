@@ -86,13 +86,13 @@ def test_every_sdk_parameter_is_applied_or_refused(route):
 def test_an_unmodelled_parameter_is_refused_through_the_sdk(stripe_client, customer, price):
     for call, name in (
             (lambda: stripe_client.v1.customers.create(params={"invoice_prefix": "ABC"}), "invoice_prefix"),
-            (lambda: stripe_client.v1.subscriptions.create(params={
+            (lambda: stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
                 "customer": customer.id, "items": [{"price": price.id}], "collection_method": "send_invoice"}),
              "collection_method"),
-            (lambda: stripe_client.v1.subscriptions.create(params={
+            (lambda: stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
                 "customer": customer.id, "items": [{"price": price.id, "metadata": {"k": "v"}}]}),
              "items[0][metadata]"),
-            (lambda: stripe_client.v1.subscriptions.create(params={
+            (lambda: stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
                 "customer": customer.id, "items": [{"price": price.id}], "billing_cycle_anchor": 1_900_000_000}),
              "billing_cycle_anchor")):
         with pytest.raises(stripe.InvalidRequestError) as refused:
@@ -113,7 +113,7 @@ def test_the_parameters_found_dropped_are_applied(stripe_client, emulator, price
                                                   "recurring": {"interval": "month"}, "product_data": {"name": "E"}})
     assert [p.id for p in stripe_client.v1.prices.list(params={"currency": "eur"}).data] == [euro.id]
     end = emulator.clock() + 20 * DAY
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "trial_end": end, "cancel_at": end + 5 * DAY})
     assert (sub.trial_end, sub.cancel_at) == (end, end + 5 * DAY)
     moved = stripe_client.v1.subscriptions.update(sub.id, params={
@@ -122,7 +122,8 @@ def test_the_parameters_found_dropped_are_applied(stripe_client, emulator, price
     assert moved.trial_settings.end_behavior.missing_payment_method == "cancel"
     session = stripe_client.v1.checkout.sessions.create(params={
         "mode": "subscription", "customer": customer.id, "success_url": "http://127.0.0.1:9/ok", "locale": "de",
-        "line_items": [{"price": price.id, "quantity": 1}], "customer_update": {"address": "auto"}})
+        "line_items": [{"price": price.id, "quantity": 1}], "customer_update": {"address": "auto"},
+        "subscription_data": {"billing_mode": {"type": "classic"}}})
     assert session.locale == "de"
     emulator.control("POST", f"checkout_sessions/{session.id}/complete", {
         "payment_method": "pm_card_visa", "address": {"country": "GB", "postal_code": "SW1A 1AA"}})

@@ -15,7 +15,7 @@ def _customer(stripe_client, card="pm_card_visa", **details):
 
 
 def _taxed_subscription(stripe_client, customer, price):
-    return stripe_client.v1.subscriptions.create(params={
+    return stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "automatic_tax": {"enabled": True},
         "expand": ["latest_invoice"]})
 
@@ -49,7 +49,8 @@ def test_an_unlocated_customer_is_billed_untaxed_and_automatic_tax_is_turned_off
 
 def test_a_preview_says_requires_location_inputs(stripe_client, price):
     customer = _customer(stripe_client)
-    sub = stripe_client.v1.subscriptions.create(params={"customer": customer.id, "items": [{"price": price.id}]})
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
+                                                        "customer": customer.id, "items": [{"price": price.id}]})
     preview = stripe_client.v1.invoices.create_preview(params={
         "subscription": sub.id, "automatic_tax": {"enabled": True}})
     assert preview.automatic_tax.status == "requires_location_inputs" and preview.total_taxes == []

@@ -13,7 +13,8 @@ def _subscribed(stripe_client, price, **customer):
     cus = stripe_client.v1.customers.create(params={
         "email": "c@example.com", "payment_method": "pm_card_visa",
         "invoice_settings": {"default_payment_method": "pm_card_visa"}, **customer})
-    return stripe_client.v1.subscriptions.create(params={"customer": cus.id, "items": [{"price": price.id}]})
+    return stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
+                                                         "customer": cus.id, "items": [{"price": price.id}]})
 
 
 def test_advancing_a_clock_renews_only_its_customers(stripe_client, emulator, price, webhook):

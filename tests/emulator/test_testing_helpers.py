@@ -31,7 +31,7 @@ def test_run_emulator_lifecycle_leaves_no_threads():
 
 
 def test_expand_payment_intent_tolerated(stripe_client, customer, price):
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}],
         "payment_behavior": "default_incomplete",
         "expand": ["latest_invoice.payment_intent", "latest_invoice.payments"]})

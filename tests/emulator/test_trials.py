@@ -9,7 +9,7 @@ from .test_subscription_flows import DAY, events_of
 
 
 def trial(client, customer, price, end_behavior="pause", **extra):
-    return client.v1.subscriptions.create(params={
+    return client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "trial_period_days": 14,
         "payment_behavior": "default_incomplete",
         "payment_settings": {"save_default_payment_method": "on_subscription"},
@@ -84,7 +84,7 @@ def test_a_trial_set_to_cancel_without_a_card_ends_at_the_trial_end(stripe_clien
 
 
 def test_a_trial_with_the_default_end_behavior_invoices_and_goes_past_due(stripe_client, emulator, customer, price):
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "trial_period_days": 3})
     assert sub.pending_setup_intent is None, "only default_incomplete collects the card up front"
     emulator.advance(3 * DAY + 1)

@@ -32,14 +32,16 @@ def ids(stripe_client, price):
     customer = stripe_client.v1.customers.create(params={
         "email": "probe@example.com", "payment_method": "pm_card_visa",
         "invoice_settings": {"default_payment_method": "pm_card_visa"}})
-    sub = stripe_client.v1.subscriptions.create(params={"customer": customer.id, "items": [{"price": price.id}]})
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
+                                                        "customer": customer.id, "items": [{"price": price.id}]})
     return {"customer": customer.id, "subscription": sub.id, "item": sub["items"].data[0].id,
             "invoice": sub.latest_invoice, "price": price.id,
             "pm": customer.invoice_settings.default_payment_method}
 
 
 def _sub(ids, **extra):
-    return {"customer": ids["customer"], "items": [{"price": ids["price"]}], **extra}
+    return {"customer": ids["customer"], "items": [{"price": ids["price"]}], "billing_mode": {"type": "classic"},
+            **extra}
 
 
 # (operation, its call with one bad parameter, Stripe's code (None: none), the param named)
@@ -77,10 +79,10 @@ PROBES = [
      None, "payment_settings[save_default_payment_method]"),
     ("subscriptions.create", lambda c, i: c.v1.subscriptions.create(params=_sub(i, trial_period_days="1.5")),
      "parameter_invalid_integer", "trial_period_days"),
-    ("subscriptions.create", lambda c, i: c.v1.subscriptions.create(params={
+    ("subscriptions.create", lambda c, i: c.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": i["customer"], "items": [{"price": i["price"], "quantity": "two"}]}),
      "parameter_invalid_integer", "items[0][quantity]"),
-    ("subscriptions.create", lambda c, i: c.v1.subscriptions.create(params={
+    ("subscriptions.create", lambda c, i: c.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": i["customer"], "items": [{"price": i["price"], "foo": "x"}]}),
      "parameter_unknown", "items[0][foo]"),
     ("subscriptions.create", lambda c, i: c.v1.subscriptions.create(params=_sub(i, off_session="maybe")),
@@ -195,7 +197,7 @@ def test_every_shape_the_sdk_types_allow_is_accepted(stripe_client, ids, emulato
 
 def test_the_endive_resume_anchor_is_accepted(stripe_client, price, emulator):
     customer = stripe_client.v1.customers.create(params={"email": "paused@example.com"})
-    sub = stripe_client.v1.subscriptions.create(params={
+    sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customer.id, "items": [{"price": price.id}], "trial_period_days": 1,
         "payment_behavior": "default_incomplete",
         "payment_settings": {"save_default_payment_method": "on_subscription"},

@@ -130,7 +130,7 @@ def drive_lifecycles(emulator, stripe_client, prices, customers):
     """
     subs = {}
     for customer in customers:
-        created = stripe_client.v1.subscriptions.create(params={
+        created = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
             "customer": customer, "items": [{"price": prices["basic"]}], "payment_behavior": "default_incomplete",
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": ["latest_invoice.confirmation_secret"]})
@@ -207,7 +207,7 @@ def start_paid_subscriptions(emulator, stripe_client, prices, app, count):
     emulator.pause_delivery()
     subscriptions = {}
     for customer in customers:
-        created = stripe_client.v1.subscriptions.create(params={
+        created = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
             "customer": customer, "items": [{"price": prices["basic"]}], "payment_behavior": "default_incomplete",
             "payment_settings": {"save_default_payment_method": "on_subscription"},
             "expand": ["latest_invoice.confirmation_secret"]})

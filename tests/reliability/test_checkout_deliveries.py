@@ -34,7 +34,7 @@ def test_checkout_subscriptions_delivered_shuffled_and_partly_twice_end_active_a
         session = stripe_client.v1.checkout.sessions.create(params={
             "mode": "subscription", "customer": customer, "line_items": [{"price": prices["basic"], "quantity": 1}],
             "success_url": "http://localhost:3000/ok", "cancel_url": "http://localhost:3000/back",
-            "allow_promotion_codes": True})
+            "allow_promotion_codes": True, "subscription_data": {"billing_mode": {"type": "classic"}}})
         completed = requests.post(f"{emulator.url}/_emulator/checkout_sessions/{session.id}/complete",
                                   json={"payment_method": "pm_card_visa"}, timeout=10)
         assert completed.status_code == 200, completed.text

@@ -32,7 +32,7 @@ def test_wiped_billing_state_is_rebuilt_identically_from_the_provider(app, emula
     customers = [customer for _, customer in users]
     # Six through the lifecycle (ended, active, in the grace period); one only started, unpaid.
     drive_lifecycles(emulator, stripe_client, prices, customers[:6])
-    stripe_client.v1.subscriptions.create(params={
+    stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
         "customer": customers[6], "items": [{"price": prices["pro"]}], "payment_behavior": "default_incomplete",
         "payment_settings": {"save_default_payment_method": "on_subscription"}})
     for event in provider_events(stripe_client):

@@ -23,6 +23,7 @@ from ..customers.models import live_customer
 from ..intents import setup_intents
 from ..products.models import metered
 from ..subscriptions import models as subscriptions
+from ..subscriptions import rules as subscription_rules
 
 
 def _line_item(store: Store, item: dict, i: int) -> dict:
@@ -45,6 +46,8 @@ def create_session(store: Store, params: dict) -> dict:
         if not p["recurring"]:
             raise StripeError(400, "A subscription mode session needs recurring prices.",
                               param=f"line_items[{i}][price]")
+    subscription_rules.check_billing_mode((params.get("subscription_data") or {}).get("billing_mode"),
+                                        "subscription_data[billing_mode][type]")
     if params.get("discounts") and params.get("allow_promotion_codes"):
         raise StripeError(400, "You may only specify one of these parameters: allow_promotion_codes, discounts.",
                           param="allow_promotion_codes")
@@ -111,6 +114,7 @@ def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None
     _save_address(store, session, address)
     discounts = session["discounts"] or ([{"promotion_code": promotion_code}] if promotion_code else [])
     params = {"customer": session["customer"], "items": session["_line_items"], "default_payment_method": pm["id"],
+              "billing_mode": dict(data["billing_mode"]),
               "payment_behavior": "error_if_incomplete", "metadata": dict(data.get("metadata") or {}),
               "payment_settings": {"save_default_payment_method": "on_subscription"}}
     if discounts:

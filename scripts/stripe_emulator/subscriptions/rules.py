@@ -14,6 +14,14 @@ Checked before anything changes, in the subscription's own time (its customer's 
 - ``payment_behavior=pending_if_incomplete`` is for updates only: "You can use pending updates with the
   update subscription, create subscription item, and update subscription item calls"
   (https://docs.stripe.com/billing/subscriptions/pending-updates).
+- ``billing_mode``: since 2025-09-30.clover a subscription created without one is ``flexible``
+  (https://docs.stripe.com/changelog/clover/2025-09-30/billing-mode-default-flexible), whose credit
+  prorations, discounts in prorations and usage billing differ from ``classic``
+  (https://docs.stripe.com/billing/subscriptions/billing-mode/compare). The emulator models ``classic``
+  only: any other mode, the default included, is refused as ``parameter_unsupported`` rather than
+  answered as classic. Checkout's ``subscription_data.billing_mode`` likewise.
+- ``classic`` items share one interval: "Currency and interval fields must match across all plans on
+  this subscription" (mixed intervals need flexible, https://docs.stripe.com/billing/subscriptions/mixed-interval).
 """
 
 from __future__ import annotations
@@ -29,8 +37,25 @@ def check_create(store: Store, params: dict) -> None:
     if params.get("payment_behavior") == "pending_if_incomplete":
         raise StripeError(400, "payment_behavior=pending_if_incomplete can only be used when updating "
                           "a subscription.", param="payment_behavior")
-    _check_prices([entry.get("price") for entry in params.get("items") or []])
+    check_billing_mode(params.get("billing_mode"), "billing_mode[type]")
+    _check_prices(store, [entry.get("price") for entry in params.get("items") or []])
     _check_times(store, params)
+
+
+def check_billing_mode(mode: dict | None, param: str) -> None:
+    """Refuse a billing mode other than ``classic``, the default (``flexible``) included (see above)."""
+    if (mode or {}).get("type") != "classic":
+        raise StripeError(400, "The emulator models billing_mode[type]=classic only; without it Stripe makes the "
+                          "subscription flexible, whose prorations and usage billing it does not model "
+                          "(scripts/stripe_emulator/README.md).", code="parameter_unsupported", param=param)
+
+
+def check_one_interval(prices: list[dict]) -> None:
+    """Refuse ``classic`` items whose prices recur at different intervals (see above)."""
+    intervals = {(p["recurring"]["interval"], p["recurring"].get("interval_count") or 1) for p in prices}
+    if len(intervals) > 1:
+        raise StripeError(400, "Currency and interval fields must match across all plans on this subscription. "
+                          "Found mismatch in interval field.", param="items")
 
 
 def check_update(store: Store, sub: dict, params: dict) -> None:
@@ -47,11 +72,11 @@ def check_update(store: Store, sub: dict, params: dict) -> None:
         if entry.get("deleted") not in (True, "true"):
             prices.append(entry.get("price") or item["price"]["id"])
     prices += [entry.get("price") for entry in entries if not entry.get("id")]
-    _check_prices(prices)
+    _check_prices(store, prices)
     _check_times(store, params)
 
 
-def _check_prices(prices: list) -> None:
+def _check_prices(store: Store, prices: list) -> None:
     if len(prices) > ITEMS_MAX:
         raise StripeError(400, f"A subscription can have at most {ITEMS_MAX} items.", param="items")
     seen = set()
@@ -60,6 +85,9 @@ def _check_prices(prices: list) -> None:
             raise StripeError(400, f"Cannot add multiple subscription items with the same price: {price}.",
                               param="items")
         seen.add(price)
+    # A price that does not exist, or is not recurring, is refused naming its item where the items are read.
+    check_one_interval([store.prices[price] for price in prices if price in store.prices
+                        and store.prices[price]["recurring"]])
 
 
 def _check_times(store: Store, params: dict) -> None:

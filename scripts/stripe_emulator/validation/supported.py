@@ -44,7 +44,8 @@ _TABLE: dict[tuple[str, str], tuple[str, ...]] = {
     ("POST", "/v1/checkout/sessions"): (
         "mode", "customer", "success_url", "cancel_url", "client_reference_id", "metadata", "expand", "locale",
         "line_items[].price", "line_items[].quantity", "allow_promotion_codes", *_DISCOUNT,
-        "subscription_data.trial_period_days", "subscription_data.metadata", "automatic_tax.enabled",
+        "subscription_data.trial_period_days", "subscription_data.metadata", "subscription_data.billing_mode.type",
+        "automatic_tax.enabled",
         "customer_update.address"),
     ("GET", "/v1/checkout/sessions/<session_id>"): ("expand",),
     ("POST", "/v1/checkout/sessions/<session_id>/expire"): ("expand",),
@@ -114,7 +115,7 @@ _TABLE: dict[tuple[str, str], tuple[str, ...]] = {
         "customer", *(f"items[].{key}" for key in _ITEM), "payment_behavior",
         "payment_settings.save_default_payment_method", "trial_period_days", "trial_end",
         "trial_settings.end_behavior.missing_payment_method", "default_payment_method", "cancel_at_period_end",
-        "cancel_at", "metadata", "description", "automatic_tax.enabled", *_DISCOUNT, "expand"),
+        "cancel_at", "metadata", "description", "automatic_tax.enabled", *_DISCOUNT, "billing_mode.type", "expand"),
     ("GET", "/v1/subscriptions"): (*LIST, "customer", "status", "price"),
     ("GET", "/v1/subscriptions/<sub_id>"): ("expand",),
     ("POST", "/v1/subscriptions/<sub_id>"): (
