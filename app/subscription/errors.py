@@ -51,7 +51,8 @@ class PaymentRequired(AppError):
         """``invoice``: the provider's invoice dict, ``confirmation_secret`` expanded."""
         return cls("The change's invoice was not paid (the card was declined or needs authentication), so the "
                    "subscription keeps its current price and seats. Confirm the payment with client_secret, or "
-                   "pay at hosted_invoice_url, within 23 hours to apply the change.",
+                   "pay at hosted_invoice_url, to apply the change before Stripe drops it (after 23 hours, or at the "
+                   "period's or trial's end when that comes first).",
                    details={"client_secret": ((invoice.get("confirmation_secret") or {}).get("client_secret")),
                             **_invoice_details(invoice)})
 

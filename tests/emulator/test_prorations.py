@@ -75,6 +75,22 @@ def test_a_pending_update_expires_after_23_hours(stripe_client, emulator, custom
     assert events_of(stripe_client, sub.id)[-1].type == "customer.subscription.pending_update_expired"
 
 
+def test_a_pending_update_made_near_the_renewal_expires_at_the_periods_end(stripe_client, emulator, customer, price,
+                                                                          price2):
+    """"The earlier of the end of the trial, the end of the current billing period, or 23 hours"
+    (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): it never outlives the renewal."""
+    sub = with_card(stripe_client, activate(stripe_client, customer, price), "pm_card_chargeDeclined")
+    end = item_of(sub).current_period_end
+    emulator.advance(end - emulator.clock() - 3600)
+    updated = swap(stripe_client, sub, price2, proration_behavior="always_invoice",
+                   payment_behavior="pending_if_incomplete")
+    assert updated.pending_update.expires_at == end
+    emulator.advance(3600)
+    renewed = stripe_client.v1.subscriptions.retrieve(sub.id)
+    assert renewed.pending_update is None and item_of(renewed).price.id == price.id
+    assert stripe_client.v1.invoices.retrieve(updated.latest_invoice.id).status == "void"
+
+
 def test_error_if_incomplete_refuses_and_allow_incomplete_applies_past_due(stripe_client, customer, price, price2):
     sub = with_card(stripe_client, activate(stripe_client, customer, price), "pm_card_chargeDeclined")
     with pytest.raises(stripe.CardError):

@@ -2,13 +2,15 @@
 
 With ``payment_behavior=pending_if_incomplete`` a change whose charge fails keeps the subscription
 as it was, with the change in ``pending_update`` until its invoice is paid
-(``pending_update_applied``) or 23 hours pass (``pending_update_expired``,
-https://docs.stripe.com/billing/subscriptions/pending-updates). The caller holds the store lock.
+(``pending_update_applied``) or it expires (``pending_update_expired``): after 23 hours, or at the end of
+the current period or of the trial when that comes first ("the earlier of the end of the trial, the end of
+the current billing period, or 23 hours", https://docs.stripe.com/billing/subscriptions/pending-updates-reference).
+The caller holds the store lock.
 """
 
 from __future__ import annotations
 
-from ..billing import invoicing
+from ..billing import invoicing, periods
 from ..core.store import Store, StripeError, public
 from ..products.models import legacy_plan
 from .objects import find_item
@@ -55,7 +57,8 @@ def set_pending(store: Store, sub: dict, planned: list, inv: dict) -> None:
         pending.update(price=public(price), plan=legacy_plan(price), quantity=quantity)
         items.append(pending)
     sub["pending_update"] = {"billing_cycle_anchor": None,
-                             "expires_at": store.now() + PENDING_UPDATE_SECONDS,
+                             "expires_at": min(store.now() + PENDING_UPDATE_SECONDS, periods.period_end(sub),
+                                               sub.get("trial_end") or periods.period_end(sub)),
                              "subscription_items": items, "trial_end": None, "trial_from_plan": None}
     sub["_pending_invoice"] = inv["id"]
 
@@ -81,7 +84,7 @@ def after_invoice_paid(store: Store, inv: dict) -> bool:
 
 
 def expire_pending(store: Store, sub: dict) -> None:
-    """The pending update's 23 hours are over: drop it and void its unpaid invoice."""
+    """The pending update expired (see above): drop it and void its unpaid invoice."""
     before = public(sub)
     inv = store.invoices.get(sub.pop("_pending_invoice", None) or "")
     sub["pending_update"] = None

@@ -33,7 +33,8 @@ def _due_at(sub: dict) -> int | None:
 
 def due(store: Store, sub: dict) -> list[tuple[int, object]]:
     due = _due_at(sub)
-    return ([(due, process_due)] if due is not None else []) + dunning.due(store, sub) + pending.due(sub)
+    # A pending update that expires at the period's end does so before the renewal, which bills the items as they are.
+    return pending.due(sub) + ([(due, process_due)] if due is not None else []) + dunning.due(store, sub)
 
 
 def process_due(store: Store, sub: dict) -> None:
