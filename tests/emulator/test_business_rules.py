@@ -148,3 +148,36 @@ def test_classic_items_share_one_interval(stripe_client, card_customer, price):
     swapped = stripe_client.v1.subscriptions.update(sub.id, params={
         "items": [{"id": sub["items"].data[0].id, "price": yearly.id}], "proration_behavior": "none"})
     assert swapped["items"].data[0].price.id == yearly.id, "all items on the new interval is one interval"
+
+
+def test_a_checkout_session_is_checked_when_made_not_when_paid(stripe_client, card_customer, price):
+    """A page that can never be paid is refused at creation: its prices as a subscription takes them (active,
+    recurring, one currency), at most one discount, a code the customer may redeem, a trial of 1-730 days."""
+    def session(line_items=None, data=None, **extra):
+        return lambda: stripe_client.v1.checkout.sessions.create(params={
+            "mode": "subscription", "customer": card_customer.id, "success_url": "http://x/ok",
+            "line_items": line_items or [{"price": price.id, "quantity": 1}],
+            "subscription_data": {"billing_mode": {"type": "classic"}, **(data or {})}, **extra})
+
+    def made(**fields):
+        return stripe_client.v1.prices.create(params={"unit_amount": 500, "product_data": {"name": "x"}, **fields})
+
+    archived = made(currency="usd", recurring={"interval": "month"})
+    stripe_client.v1.prices.update(archived.id, params={"active": False})
+    euro = made(currency="eur", recurring={"interval": "month"})
+    for items, said in (([{"price": archived.id, "quantity": 1}], "inactive"),
+                        ([{"price": price.id, "quantity": 1}, {"price": euro.id, "quantity": 1}], "currency")):
+        error = _refused(session(items))
+        assert error.param.startswith("line_items[") and said in error.user_message
+    coupon = stripe_client.v1.coupons.create(params={"percent_off": 10, "duration": "once"})
+    two = _refused(session(discounts=[{"coupon": coupon.id}, {"coupon": coupon.id}]))
+    assert two.param == "discounts"
+    gone = stripe_client.v1.promotion_codes.create(params={"promotion": {"type": "coupon", "coupon": coupon.id},
+                                                           "code": "GONE", "active": False})
+    assert _refused(session(discounts=[{"promotion_code": gone.id}])).param == "discounts[0][promotion_code]"
+    for days in (0, 731):
+        assert _refused(session(data={"trial_period_days": days})).param == "subscription_data[trial_period_days]"
+    assert stripe_client.v1.checkout.sessions.create(params={
+        "mode": "subscription", "customer": card_customer.id, "success_url": "http://x/ok",
+        "line_items": [{"price": price.id, "quantity": 1}], "discounts": [{"coupon": coupon.id}],
+        "subscription_data": {"billing_mode": {"type": "classic"}, "trial_period_days": 730}}).status == "open"

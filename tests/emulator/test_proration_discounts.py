@@ -100,3 +100,20 @@ def test_an_interval_change_starts_a_new_period_and_charges_what_the_preview_sho
     assert 10000 in _lines(invoice), "a whole year at the new price"
     item = updated["items"].data[0]
     assert item.current_period_start == now and item.current_period_end - now >= 365 * DAY
+
+
+def test_a_coupon_for_other_products_takes_nothing_off(stripe_client, paying):
+    """``applies_to.products``: "An array of Product IDs that this Coupon will apply to" -- on the first invoice
+    and in a proration, the lines of another product stay whole."""
+    ten, twenty = _price(stripe_client, 1000), _price(stripe_client, 2000)
+    elsewhere = stripe_client.v1.coupons.create(params={
+        "percent_off": 50, "duration": "forever", "applies_to": {"products": [twenty.product]}}).id
+    sub = stripe_client.v1.subscriptions.create(params={
+        "billing_mode": {"type": "classic"}, "customer": paying.id, "items": [{"price": ten.id}],
+        "discounts": [{"coupon": elsewhere}], "expand": ["latest_invoice"]})
+    assert sub.latest_invoice.total == 1000 and sub.latest_invoice.total_discount_amounts == []
+    when, share = _midway(sub)
+    updated = stripe_client.v1.subscriptions.update(sub.id, params={
+        **_swap(stripe_client, sub, twenty, when), "expand": ["latest_invoice"]})
+    assert _lines(updated.latest_invoice) == sorted([-round(1000 * share), round(1000 * share)]), \
+        "the old time credited whole, the new at the coupon's half"

@@ -34,15 +34,24 @@ def amount(store: Store, discount: dict, subtotal: int, currency: str) -> int:
     return 0
 
 
+def applies(store: Store, discount: dict, product: str) -> bool:
+    """Whether ``discount`` covers ``product``: a coupon with ``applies_to.products`` only those ("An array of
+    Product IDs that this Coupon will apply to", https://docs.stripe.com/api/coupons/object#coupon_object-applies_to)."""
+    restricted = ((store.coupons.get(discount["source"]["coupon"]) or {}).get("applies_to") or {}).get("products")
+    return not restricted or product in restricted
+
+
 def apply(store: Store, inv: dict, discount: dict | None) -> None:
     """Take ``discount`` off the draft invoice ``inv`` (its totals and amounts due), Stripe's fields set.
 
     Only ``discountable`` lines are discounted: prorations carry their own discount inside their amount
-    ("discountable: always false for prorations", https://docs.stripe.com/api/invoices/line_item#invoice_line_item_object-discountable).
+    ("discountable: always false for prorations", https://docs.stripe.com/api/invoices/line_item#invoice_line_item_object-discountable),
+    and only those of the products the coupon ``applies`` to.
     """
     if discount is None:
         return
-    base = sum(line["amount"] for line in inv["lines"]["data"] if line["discountable"])
+    base = sum(line["amount"] for line in inv["lines"]["data"] if line["discountable"]
+               and applies(store, discount, line["pricing"]["price_details"]["product"]))
     off = amount(store, discount, base, inv["currency"])
     if not off:
         return

@@ -20,8 +20,9 @@ from ..core.store import Store, StripeError, new_id
 from ..customers import models as customer_models
 from ..customers import payment_methods
 from ..customers.models import live_customer
+from ..discounts import models as discount_models
 from ..intents import setup_intents
-from ..products.models import metered
+from ..products.models import metered, subscribable
 from ..subscriptions import models as subscriptions
 from ..subscriptions import rules as subscription_rules
 
@@ -41,11 +42,15 @@ def create_session(store: Store, params: dict) -> dict:
     cus = live_customer(store, params.get("customer"), "customer")
     if not params.get("line_items"):
         raise StripeError(400, "line_items is required in subscription mode.", param="line_items")
+    prices = []
     for i, item in enumerate(params["line_items"]):
-        p = store.get("prices", item.get("price"), f"line_items[{i}][price]")
-        if not p["recurring"]:
-            raise StripeError(400, "A subscription mode session needs recurring prices.",
-                              param=f"line_items[{i}][price]")
+        # As a subscription takes them: active, recurring, one currency (``subscribable``), one interval.
+        prices.append(subscribable(store, item.get("price"), f"line_items[{i}][price]",
+                                   prices[0]["currency"] if prices else None))
+    subscription_rules.check_one_interval(prices)
+    subscription_rules.check_trial_days((params.get("subscription_data") or {}).get("trial_period_days"),
+                                        "subscription_data[trial_period_days]", least=1)
+    _check_discounts(store, params.get("discounts") or [], cus["id"])
     subscription_rules.check_billing_mode((params.get("subscription_data") or {}).get("billing_mode"),
                                         "subscription_data[billing_mode][type]")
     if params.get("discounts") and params.get("allow_promotion_codes"):
@@ -72,6 +77,19 @@ def create_session(store: Store, params: dict) -> dict:
     }
     store.checkout_sessions[session_id] = session
     return session
+
+
+def _check_discounts(store: Store, entries: list, customer_id: str) -> None:
+    """At most one discount ("You can only specify up to one", the SDK's ``discounts``), each one that exists
+    and, a promotion code, that the customer may redeem now: refused at creation, not when paid."""
+    if len(entries) > 1:
+        raise StripeError(400, "You can only specify up to one discount.", param="discounts")
+    for i, entry in enumerate(entries):
+        if entry.get("promotion_code"):
+            promo = store.get("promotion_codes", entry["promotion_code"], f"discounts[{i}][promotion_code]")
+            discount_models.redeemable(store, promo, customer_id, f"discounts[{i}][promotion_code]")
+        else:
+            store.get("coupons", entry.get("coupon"), f"discounts[{i}][coupon]")
 
 
 def expire_if_due(store: Store, session: dict) -> dict:

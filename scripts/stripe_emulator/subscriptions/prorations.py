@@ -71,7 +71,9 @@ def _share_left(sub: dict, when: int) -> float:
 def _net(store: Store, discount: dict | None, price: dict, quantity: int) -> int:
     """A period of ``quantity`` × ``price`` less ``discount`` (minor units): what the discount in force makes it."""
     full = price["unit_amount"] * quantity
-    return full - (discounts.amount(store, discount, full, price["currency"]) if discount else 0)
+    if discount is None or not discounts.applies(store, discount, price["product"]):
+        return full
+    return full - discounts.amount(store, discount, full, price["currency"])
 
 
 def _unused_line(store: Store, sub: dict, item: dict, when: int, discount: dict | None = None) -> dict:

@@ -20,6 +20,8 @@ Checked before anything changes, in the subscription's own time (its customer's 
   (https://docs.stripe.com/billing/subscriptions/billing-mode/compare). The emulator models ``classic``
   only: any other mode, the default included, is refused as ``parameter_unsupported`` rather than
   answered as classic. Checkout's ``subscription_data.billing_mode`` likewise.
+- a trial: at most two years ("Can be at most two years from ``billing_cycle_anchor``", the SDK's
+  ``trial_end``), so ``trial_period_days`` at most 730; Checkout's at least 1 ("Has to be at least 1").
 - ``classic`` items share one interval: "Currency and interval fields must match across all plans on
   this subscription" (mixed intervals need flexible, https://docs.stripe.com/billing/subscriptions/mixed-interval).
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 from ..core.store import Store, StripeError
 
 ITEMS_MAX = 20
+MAX_TRIAL_DAYS = 730
 _PAST = "Invalid timestamp: must be an integer Unix timestamp in the future."
 
 
@@ -38,6 +41,7 @@ def check_create(store: Store, params: dict) -> None:
         raise StripeError(400, "payment_behavior=pending_if_incomplete can only be used when updating "
                           "a subscription.", param="payment_behavior")
     check_billing_mode(params.get("billing_mode"), "billing_mode[type]")
+    check_trial_days(params.get("trial_period_days"), "trial_period_days", least=0)
     _check_prices(store, [entry.get("price") for entry in params.get("items") or []])
     _check_times(store, params)
 
@@ -48,6 +52,12 @@ def check_billing_mode(mode: dict | None, param: str) -> None:
         raise StripeError(400, "The emulator models billing_mode[type]=classic only; without it Stripe makes the "
                           "subscription flexible, whose prorations and usage billing it does not model "
                           "(scripts/stripe_emulator/README.md).", code="parameter_unsupported", param=param)
+
+
+def check_trial_days(days: int | None, param: str, least: int) -> None:
+    """Refuse a trial of fewer than ``least`` or more than ``MAX_TRIAL_DAYS`` days (see above)."""
+    if days is not None and not least <= int(days) <= MAX_TRIAL_DAYS:
+        raise StripeError(400, f"{param} must be between {least} and {MAX_TRIAL_DAYS} days.", param=param)
 
 
 def check_one_interval(prices: list[dict]) -> None:
