@@ -236,3 +236,33 @@ def test_a_portal_configuration_keeps_its_rules_on_the_page(stripe_client, custo
     with pytest.raises(stripe.InvalidRequestError, match="at least one product"):
         stripe_client.v1.billing_portal.configurations.create(params={"features": {
             "subscription_update": {"enabled": True, "default_allowed_updates": ["price"]}}})
+
+
+def test_a_portal_configuration_offers_only_its_products_active_prices(stripe_client, price, price2):
+    """The SDK's texts: "up to 10 products", "the list of price IDs for the product", and a cancel's
+    ``create_prorations`` "is only compatible with mode=immediately"."""
+    def offering(products, **cancel):
+        return lambda: stripe_client.v1.billing_portal.configurations.create(params={"features": {
+            "subscription_update": {"enabled": True, "default_allowed_updates": ["price"], "products": products},
+            **({"subscription_cancel": {"enabled": True, **cancel}} if cancel else {})}})
+
+    foreign = stripe_client.v1.prices.create(params={
+        "unit_amount": 700, "currency": "usd", "recurring": {"interval": "month"}, "product_data": {"name": "F"}})
+    archived = stripe_client.v1.prices.create(params={
+        "unit_amount": 800, "currency": "usd", "recurring": {"interval": "month"}, "product": price.product})
+    stripe_client.v1.prices.update(archived.id, params={"active": False})
+    for prices in ([price.id, foreign.id], [price.id, archived.id], [price.id, "price_nope"]):
+        with pytest.raises(stripe.InvalidRequestError) as refused:
+            offering([{"product": price.product, "prices": prices}])()
+        assert refused.value.param == "features[subscription_update][products][0][prices]"
+    eleven = [stripe_client.v1.prices.create(params={
+        "unit_amount": 100 + i, "currency": "usd", "recurring": {"interval": "month"}, "product_data": {"name": "p"}})
+        for i in range(11)]
+    many = [{"product": each.product, "prices": [each.id]} for each in eleven]
+    with pytest.raises(stripe.InvalidRequestError, match="at most 10"):
+        offering(many)()
+    with pytest.raises(stripe.InvalidRequestError, match="immediately"):
+        offering([{"product": price.product, "prices": [price.id]}], mode="at_period_end",
+                 proration_behavior="create_prorations")()
+    assert offering([{"product": price.product, "prices": [price.id, price2.id]}], mode="immediately",
+                    proration_behavior="create_prorations")().active

@@ -46,12 +46,34 @@ def _features(params: dict, before: dict | None = None) -> dict:
     return features
 
 
-def _check(features: dict) -> dict:
+# "The list of up to 10 products that support subscription updates" (the SDK's ``products``).
+PRODUCTS_MAX = 10
+
+
+def _check(store: Store, features: dict) -> dict:
+    """Stripe's rules of a configuration's features (https://docs.stripe.com/api/customer_portal/configurations/create,
+    the SDK's parameter texts): products are needed to offer price updates, at most ``PRODUCTS_MAX``, each
+    with "the list of price IDs for the product" (active recurring prices of that product); a cancel
+    prorates (``create_prorations``) only when it is ``immediately``."""
     update = features["subscription_update"]
     if update["enabled"] and not update["products"] and "price" in update["default_allowed_updates"]:
-        # https://docs.stripe.com/api/customer_portal/configurations/create: products are needed to offer price updates.
         raise StripeError(400, "You must specify at least one product when price updates are allowed.",
                           param="features[subscription_update][products]")
+    if len(update["products"]) > PRODUCTS_MAX:
+        raise StripeError(400, f"You can specify at most {PRODUCTS_MAX} products.",
+                          param="features[subscription_update][products]")
+    for i, entry in enumerate(update["products"]):
+        param = f"features[subscription_update][products][{i}][prices]"
+        store.get("products", entry["product"], f"features[subscription_update][products][{i}][product]")
+        for price_id in entry["prices"]:
+            price = store.get("prices", price_id, param)
+            if price["product"] != entry["product"] or not price["active"] or not price["recurring"]:
+                raise StripeError(400, f"The price {price_id} is not an active recurring price of the product "
+                                  f"{entry['product']}.", param=param)
+    cancel = features["subscription_cancel"]
+    if cancel["proration_behavior"] == "create_prorations" and cancel["mode"] != "immediately":
+        raise StripeError(400, "proration_behavior=create_prorations is only compatible with mode=immediately.",
+                          param="features[subscription_cancel][proration_behavior]")
     return features
 
 
@@ -59,7 +81,7 @@ def create_configuration(store: Store, params: dict, config_id: str | None = Non
     now = store.now()
     features = _features(params.get("features") or {})
     if config_id != DEFAULT_ID:  # the account's default offers every price, as a new account's does
-        _check(features)
+        _check(store, features)
     config = {
         "id": config_id or new_id("bpc_"), "object": "billing_portal.configuration", "active": True,
         "application": None,
@@ -106,7 +128,7 @@ def create(st, params):
 def update(st, params, config_id):
     config = st.get("portal_configurations", config_id)
     if "features" in params:
-        config["features"] = _check(_features(params["features"], config["features"]))
+        config["features"] = _check(st, _features(params["features"], config["features"]))
     for key in ("active", "default_return_url", "name"):
         if key in params:
             config[key] = params[key]
