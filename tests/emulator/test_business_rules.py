@@ -181,3 +181,15 @@ def test_a_checkout_session_is_checked_when_made_not_when_paid(stripe_client, ca
         "mode": "subscription", "customer": card_customer.id, "success_url": "http://x/ok",
         "line_items": [{"price": price.id, "quantity": 1}], "discounts": [{"coupon": coupon.id}],
         "subscription_data": {"billing_mode": {"type": "classic"}, "trial_period_days": 730}}).status == "open"
+
+
+def test_an_incomplete_subscription_takes_only_metadata(stripe_client, card_customer, price, price2):
+    """"A subscription in this status can only have metadata and default_source updated" (``Subscription.status``)."""
+    sub = _sub(stripe_client, card_customer, price, payment_behavior="default_incomplete")
+    assert sub.status == "incomplete"
+    for change in ({"cancel_at_period_end": True}, {"items": [{"id": sub["items"].data[0].id, "price": price2.id}],
+                                                    "proration_behavior": "always_invoice"}):
+        assert _refused(lambda c=change: stripe_client.v1.subscriptions.update(sub.id, params=c)).param == \
+            sorted(change)[0]
+    tagged = stripe_client.v1.subscriptions.update(sub.id, params={"metadata": {"k": "v"}})
+    assert tagged.metadata.to_dict() == {"k": "v"}

@@ -125,10 +125,17 @@ def cancel_now(store: Store, sub: dict, ended_at: int | None = None) -> None:
 
 
 def ensure_mutable(sub: dict, params: dict) -> None:
+    """What an update may change in ``sub``'s status: an ended subscription only its ``cancellation_details``
+    and ``metadata``; an ``incomplete`` one "can only have metadata and default_source updated" (the SDK's
+    ``Subscription.status``, from https://docs.stripe.com/api/subscriptions/object#subscription_object-status)."""
     if sub["status"] in ("canceled", "incomplete_expired") and \
             set(params) - {"metadata", "cancellation_details", "expand"}:
         raise StripeError(400, "A canceled subscription can only update its "
                           "cancellation_details and metadata.")
+    changed = sorted(set(params) - {"metadata", "default_source", "expand"})
+    if sub["status"] == "incomplete" and changed:
+        raise StripeError(400, "A subscription that is currently in an incomplete state can only have metadata and "
+                          f"default_source updated; {changed[0]} is not one of them.", param=changed[0])
 
 
 def update_subscription(store: Store, sub: dict, params: dict) -> dict:
