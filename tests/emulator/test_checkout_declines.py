@@ -41,6 +41,7 @@ def test_a_declined_card_leaves_the_session_open_with_or_without_a_trial(stripe_
     _nothing_happened(stripe_client, emulator, customer, session)
     done = emulator.control("POST", f"checkout_sessions/{session.id}/complete", {"payment_method": "pm_card_visa"})
     assert done["status"] == "complete"
+    assert done["payment_status"] == ("no_payment_required" if trial_days else "paid"), "a trial's payment waits"
     sub = stripe_client.v1.subscriptions.retrieve(done["subscription"])
     assert sub.status == ("trialing" if trial_days else "active")
 

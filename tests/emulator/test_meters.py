@@ -60,7 +60,9 @@ def test_events_follow_stripes_rules(stripe_client, emulator, customer):
     _report(stripe_client, customer.id, 7, timestamp=now - 34 * DAY)
     _report(stripe_client, customer.id, 3, event_name="unknown")  # accepted, counted by no meter
     stripe_client.v1.billing.meter_events.create(params={"event_name": "tokens", "payload": {"value": "9"}})
-    assert [r["code"] for r in emulator.store.meter_error_reports] == ["no_meter", "meter_event_no_customer_defined"]
+    _report(stripe_client, customer.id, "1.5")  # accepted, not counted: whole numbers only
+    assert [r["code"] for r in emulator.store.meter_error_reports] == [
+        "no_meter", "meter_event_no_customer_defined", "meter_event_invalid_value"]
     start = _minute(now - 35 * DAY)
     assert _summed(stripe_client, meter, customer.id, start, _minute(now) + 120) == [12]
     emulator.advance(DAY + 1)

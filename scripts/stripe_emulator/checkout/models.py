@@ -143,7 +143,9 @@ def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None
         params["trial_period_days"] = data["trial_period_days"]
     sub = subscriptions.create_subscription(store, params)
     inv = store.invoices[sub["latest_invoice"]]
-    session.update(status="complete", payment_status="paid" if inv["status"] == "paid" else "no_payment_required",
+    # A trial's payment "is delayed to a future date": ``no_payment_required`` (the session's ``payment_status``).
+    paid = inv["status"] == "paid" and not data.get("trial_period_days")
+    session.update(status="complete", payment_status="paid" if paid else "no_payment_required",
                    subscription=sub["id"], invoice=inv["id"], amount_subtotal=inv["subtotal"],
                    amount_total=inv["total"], currency=inv["currency"])
     store.emit("checkout.session.completed", session)

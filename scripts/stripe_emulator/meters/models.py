@@ -11,8 +11,10 @@
   the message as langfuse/langfuse#16292 quotes it) and a ``timestamp`` outside the past 35 calendar
   days or more than 5 minutes ahead (the same params' documentation). What Stripe checks only
   after accepting (no active meter for the name, no customer under the mapping key, a value that is
-  not a number) is accepted and not counted, recorded in ``meter_error_reports`` as Stripe's
-  ``v1.billing.meter.error_report_triggered`` would report it
+  not a whole number: "only accepts whole number values",
+  https://docs.stripe.com/billing/subscriptions/usage-based/recording-usage-api) is accepted and not
+  counted, recorded in ``meter_error_reports`` as Stripe's ``v1.billing.meter.error_report_triggered``
+  would report it
   (https://docs.stripe.com/api/v2/core/events/event-types).
 - Summaries cover ``[start_time, end_time)``, both aligned with minute boundaries
   (https://docs.stripe.com/api/billing/meter-event-summary/object); ``value_grouping_window``
@@ -78,12 +80,14 @@ def _check_identifier(store: Store, identifier: str, now: int) -> None:
         raise StripeError(400, f"An event already exists with identifier {identifier}.", param="identifier")
 
 
-def _number(text) -> float | None:
+def _number(text) -> int | None:
+    """An event's value: a whole number ("The meter event value only accepts whole number values",
+    https://docs.stripe.com/billing/subscriptions/usage-based/recording-usage-api), negative ones included
+    (corrections), else ``None``."""
     try:
-        value = float(text)
+        return int(str(text).strip())
     except (TypeError, ValueError):
         return None
-    return value if value == value and abs(value) != float("inf") else None
 
 
 def _asynchronous_error(meter: dict | None, payload: dict) -> tuple[str, str] | None:
@@ -95,7 +99,7 @@ def _asynchronous_error(meter: dict | None, payload: dict) -> tuple[str, str] | 
         return "meter_event_no_customer_defined", f"Customer mapping key {key} not found in payload."
     value_key = meter["value_settings"]["event_payload_key"]
     if meter["default_aggregation"]["formula"] != "count" and _number(payload.get(value_key)) is None:
-        return "meter_event_invalid_value", f"Value key {value_key} is missing or not a number."
+        return "meter_event_invalid_value", f"Value key {value_key} is missing or not a whole number."
     return None
 
 

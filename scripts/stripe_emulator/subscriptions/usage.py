@@ -30,7 +30,9 @@ def usage_lines(store: Store, sub: dict, start: int, end: int) -> list[dict]:
         billed_from = max(start, item.get("_billed_from", start), sub.get("trial_end") or start)
         if "quantity" in item or meter is None or billed_from >= end:
             continue
-        value = aggregate(store, meter, sub["customer"], billed_from, end)
+        # A period whose corrections take it below zero bills nothing, never a credit (Stripe reports it as 0,
+        # https://docs.stripe.com/billing/subscriptions/usage-based/recording-usage-api).
+        value = max(0, aggregate(store, meter, sub["customer"], billed_from, end))
         price = item["price"]
         described = f"{value:g} × {meter['display_name']} (at {price['unit_amount']} per unit)"
         lines.append(invoice_line(sub["id"], item["id"], price, round(value), round(value * price["unit_amount"]),
