@@ -133,3 +133,15 @@ def test_cancel_now_with_prorate_and_invoice_now_credits_the_unused_time(stripe_
     final = stripe_client.v1.invoices.retrieve(cancelled.latest_invoice)
     assert final.amount_due == 0 and final.lines.data[0].amount < 0
     assert stripe_client.v1.customers.retrieve(customer.id).balance == final.lines.data[0].amount
+
+
+def test_a_preview_refuses_the_items_an_update_would_refuse(stripe_client, customer, price, price2):
+    sub = activate(stripe_client, customer, price)
+    for items, param in (([{"id": item_of(sub).id}, {"price": "price_nope"}], "subscription_details[items][1][price]"),
+                         ([{"id": item_of(sub).id}, {"price": price.id}], "items")):
+        with pytest.raises(stripe.InvalidRequestError) as refused:
+            stripe_client.v1.invoices.create_preview(params={
+                "subscription": sub.id, "subscription_details": {"items": items}})
+        assert refused.value.param == param
+    assert stripe_client.v1.invoices.create_preview(params={"subscription": sub.id, "subscription_details": {
+        "items": [{"id": item_of(sub).id, "price": price2.id}]}}).status == "draft"

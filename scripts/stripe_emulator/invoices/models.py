@@ -7,7 +7,9 @@ from ..billing.objects import invoice, invoice_line
 from ..core.store import Store, StripeError, new_id, public
 from ..customers import payment_methods
 from ..discounts import models as discount_models
+from ..products.models import subscribable
 from ..subscriptions import pending, prorations, usage
+from ..subscriptions import rules as subscription_rules
 
 
 def pay_invoice(store: Store, inv: dict, pm_id: str | None) -> dict:
@@ -51,7 +53,13 @@ def preview(store: Store, params: dict) -> dict:
         raise StripeError(400, "The subscription does not belong to this customer.", param="subscription")
     details = params.get("subscription_details") or {}
     prorations.check_update({k: v for k, v in details.items() if k in ("proration_behavior",)})
-    planned = prorations.planned_changes(store, sub, details.get("items") or [])
+    # Refused as the update would refuse them: an added item's price, the items' count, prices twice, intervals.
+    entries = details.get("items") or []
+    for i, entry in enumerate(entries):
+        if not entry.get("id"):
+            subscribable(store, entry.get("price"), f"subscription_details[items][{i}][price]", sub["currency"])
+    subscription_rules.check_update(store, sub, {"items": entries})
+    planned = prorations.planned_changes(store, sub, entries)
     behavior = details.get("proration_behavior") or "create_prorations"
     when = prorations.proration_date(store, sub, details.get("proration_date")) if planned else store.now()
     planned_discounts = discount_models.planned_discounts(store, sub, params.get("discounts"))
