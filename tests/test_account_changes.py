@@ -154,6 +154,17 @@ def test_a_name_change_renames_the_users_stripe_customer_first(flow):
     assert flow.stripe.v1.customers.retrieve(customer).name is None
 
 
+def test_a_name_change_keeps_the_invoice_name_billing_details_gave_the_customer(flow):
+    """Review finding: the profile's rename overwrote (or cleared) the company name set for the invoices."""
+    flow.intent()
+    given = flow.client.put("/subscription/billing-details", json={
+        "name": "Analytical Engines Ltd", "address": {"line1": "1 Main St", "country": "GB"}}, headers=flow.headers)
+    assert given.status_code == 200, given.json
+    for name in ("Ada Lovelace", None):
+        assert flow.client.patch("/auth/me", json={"name": name}, headers=flow.headers).status_code == 200
+        assert flow.stripe.v1.customers.retrieve(customer_of(flow)).name == "Analytical Engines Ltd"
+
+
 # -- deletion ---------------------------------------------------------------------------------------
 
 def user_rows(app):

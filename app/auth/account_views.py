@@ -139,7 +139,8 @@ def change_password(body):
 @blp.response(200, UserSchema)
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def update_profile(body):
-    """Change the caller's ``name`` (null clears it), their Stripe customer's first (503: nothing changes).
+    """Change the caller's ``name`` (null clears it), followed first by their Stripe customer's while it is still
+    the profile's (503: nothing changes).
 
     Counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT`` (429 past it).
     """

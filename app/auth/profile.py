@@ -33,14 +33,15 @@ def was_deleted_subscriber(billable):
 def update_profile(user, name):
     """Set ``user``'s ``name`` (``None`` clears it); return the user.
 
-    The name is their Stripe customer's ``name`` (``stripe_name``, on its invoices): with a customer,
-    written there first (one call), so ``ProviderUnavailable`` (503) changes nothing here.
+    The name is their Stripe customer's ``name`` (``stripe_name``, on its invoices) until billing details
+    give the customer one of its own: with a customer, followed there first (``follow_customer_name``: two
+    calls at most), so ``ProviderUnavailable`` (503) changes nothing here.
     """
     lock_user(user)
     # Read under the lock: a customer made meanwhile, and the name Stripe has, are what came before.
     db.session.refresh(user)
     if user.provider_id and name != user.name:
-        get_provider().update_customer_name(user.provider_id, name)
+        get_provider().follow_customer_name(user.provider_id, user.name, name)
     user.name = name
     return user
 

@@ -8,11 +8,12 @@ Data only, so that the settings' check (``app.config``) and the limiter (``app.a
 # each against the emulator's request count. Endpoints not listed make one. The portal's
 # configuration is made once per process, not per request, and is not counted.
 PROVIDER_CALL_COSTS = {
-    # promotion code (find, price, paid invoices) + the open subscription read, voided, cancelled
-    # + the open Checkout Session listed and expired (read again when Stripe refuses: paid meanwhile)
-    # + any earlier subscription + customer + create
-    "subscription.intent": 11,
-    "subscription.checkout": 10,
+    # The dearest path of each: promotion code (find, price, paid invoices) 3 + the open subscription read 1,
+    # then read again, voided and cancelled 3 + the newest Checkout Session listed, expired, read again when
+    # Stripe refuses (paid meanwhile) and its subscription read 4 + create 1. Without an open subscription
+    # the billable's history (a trial's check) and the customer's creation take the cancel's place.
+    "subscription.intent": 12,
+    "subscription.checkout": 12,
     # promotion code (3) + read or update + a test clock's time
     "subscription.swap": 5,
     "subscription.swap_preview": 5,
@@ -22,8 +23,9 @@ PROVIDER_CALL_COSTS = {
     "subscription.put_billing_details": 2,
     "subscription.show_billing_details": 2,
     "subscription.add_tax_id": 2,
-    # its customer's email and name
-    "organizations.update": 2,
+    # its customer's email, and its name followed (read, then renamed while it is still the profile's)
+    "organizations.update": 3,
+    "auth.update_profile": 2,
     # the period's subscription read, the meters' list (cached), a summary per meter (one is usual)
     "usage.show": 3,
     "usage.show_organization": 3,

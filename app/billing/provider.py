@@ -212,8 +212,10 @@ class SubscriptionProvider(CheckoutContract, MeterContract):
         """Set the customer's ``email`` (where Stripe sends its receipts and invoices)."""
 
     @abstractmethod
-    def update_customer_name(self, customer_id, name):
-        """Set the customer's ``name`` (printed on its invoices and receipts); ``None`` clears it."""
+    def follow_customer_name(self, customer_id, previous, name):
+        """Rename the customer (``name``: printed on its invoices and receipts; ``None`` clears it) while its name is
+        still ``previous``, the profile's: one given by ``PUT /subscription/billing-details`` (a company's, for its
+        invoices) is the customer's own and stays. One read, then at most one write."""
 
     @abstractmethod
     def delete_customer(self, customer_id):

@@ -170,7 +170,11 @@ class CustomerCalls:
         with provider_call("update customer email"):
             self._v1.customers.update(customer_id, params=params)
 
-    def update_customer_name(self, customer_id, name):
+    def follow_customer_name(self, customer_id, previous, name):
+        with provider_call("retrieve customer"):
+            current = read(self._client, "customers", customer_id).get("name") or None
+        if current != (previous or None):
+            return
         # Stripe clears a field sent as "" (``update_billing_details`` would also send an address).
         params: CustomerUpdateParams = {"name": name or ""}
         with provider_call("update customer name"):

@@ -9,6 +9,8 @@ from app.auth.profile import delete_customer
 from app.auth.recovery import check_password
 from app.billing.provider import get_provider
 from app.extensions import db
+from app.models import User
+from app.models.billable import lock_row
 from app.models.organization import ADMIN, MANAGERS, OWNER, Invitation, Membership, Organization
 from app.notifications import notify_membership
 from app.organizations import seats
@@ -56,9 +58,10 @@ def members(organization, limit=20, starting_after=None):
 def update(organization, name=None, billing_email=None):
     """Rename the organisation and/or set its billing email; return it.
 
-    ``billing_email`` is the Stripe customer's ``email`` and ``name`` its ``name`` (on its invoices):
-    each written at Stripe first when it has a customer (at most two calls), so a failure there
-    (``ProviderUnavailable``, 503) changes nothing here.
+    ``billing_email`` is the Stripe customer's ``email``, and ``name`` its ``name`` (on its invoices) until
+    billing details give it one of its own (``follow_customer_name``): each written at Stripe first when
+    it has a customer (at most three calls), so a failure there (``ProviderUnavailable``, 503) changes
+    nothing here.
     """
     organization.lock()
     db.session.refresh(organization)  # what Stripe was last told is what a request before this one wrote
@@ -67,7 +70,7 @@ def update(organization, name=None, billing_email=None):
         if billing_email is not None:
             provider.update_customer_email(organization.provider_id, billing_email)
         if name is not None and name != organization.name:
-            provider.update_customer_name(organization.provider_id, name)
+            provider.follow_customer_name(organization.provider_id, organization.name, name)
     if billing_email is not None:
         organization.billing_email = billing_email
     if name is not None:
@@ -124,6 +127,9 @@ def transfer(organization, owner, user_id, password):
     503) changes nothing here. ``password`` is the owner's (``WrongPassword``, 403); ``MemberNotFound`` (404).
     """
     check_password(owner.user, password)
+    # The new owner's user first (the order of an email change, which moves the addresses of the customers
+    # mailing their owner): an address moving meanwhile is either moved here or found by that change.
+    lock_row(User, user_id)
     organization.lock()
     # Re-read under the lock: a transfer that ran meanwhile made the caller an admin (two owners else),
     # a billing email set meanwhile is the customer's email now.
@@ -133,6 +139,7 @@ def transfer(organization, owner, user_id, password):
     member = _member(organization, user_id)
     if member.user_id != owner.user_id:
         if organization.provider_id and not organization.billing_email:
+            db.session.refresh(member.user)
             get_provider().update_customer_email(organization.provider_id, member.user.email)
         owner.role, member.role = ADMIN, OWNER
     return organization
@@ -165,7 +172,9 @@ def release_account(user):
             owned.append(member.organization_id)
     if owned:
         raise OwnsOrganization.for_organizations(sorted(owned))
-    for member in db.session.scalars(select(Membership).where(Membership.user_id == user.id)).all():
+    # In id order, as ``models.organization.customers_mailing_owner`` locks them: no two requests wait on each other.
+    for member in db.session.scalars(select(Membership).where(Membership.user_id == user.id)
+                                     .order_by(Membership.organization_id)).all():
         if member.role == OWNER:
             _delete(member.organization)
         else:

@@ -41,8 +41,8 @@ def _open_subscription(billable):
 
 
 # The Checkout Sessions one request reads, newest first: each payment attempt started here expires the
-# one before it, so at most one made by the service is open, and it is the newest (one made outside the
-# service, in the dashboard, goes at a later request). A request's Stripe calls stay bounded.
+# one before it, so at most one made by the service is open, and it is the newest. One made outside the
+# service (the dashboard) is expired only while it is the newest: a request's Stripe calls stay bounded.
 SESSIONS_READ = 1
 # The session's metadata key holding a hash of its terms: a request with the same terms gets that page again.
 TERMS = "terms"
@@ -59,8 +59,8 @@ def _cancel_open_subscription(billable, provider, pending):
 
 
 def _close_checkout_sessions(billable, provider, keep=None):
-    """Expire the billable's open Checkout Session unless its terms hash is ``keep``; return it when kept, else
-    ``None``.
+    """Expire the billable's newest Checkout Session if open, unless its terms hash is ``keep``; return it when
+    kept, else ``None``.
 
     Two payable pages, or a page and an intent's client secret, would start two subscriptions, and
     a promotion code would be redeemed on each (its once-per-person check runs before either is paid):
@@ -72,17 +72,17 @@ def _close_checkout_sessions(billable, provider, keep=None):
     """
     if not billable.provider_id:
         return None
-    for session in provider.list_checkout_sessions(billable.provider_id, SESSIONS_READ):
-        if session["status"] == "open":
-            if keep is not None and (session.get("metadata") or {}).get(TERMS) == keep:
-                return session
-            session = provider.expire_checkout_session(session["id"])
-        subscription_id = objects.ref_id(session.get("subscription"))
-        if session["status"] == "complete" and subscription_id and state.subscription_of(billable,
-                                                                                         subscription_id) is None:
-            state.apply_subscription(billable, provider.retrieve_subscription(subscription_id), state.live_as_of())
-            plans.recompute_plan(billable)
-            _refuse_while_subscribed(billable)
+    session = next(iter(provider.list_checkout_sessions(billable.provider_id, SESSIONS_READ)), None)
+    if session is not None and session["status"] == "open":
+        if keep is not None and (session.get("metadata") or {}).get(TERMS) == keep:
+            return session
+        session = provider.expire_checkout_session(session["id"])
+    subscription_id = objects.ref_id((session or {}).get("subscription"))
+    if session is not None and session["status"] == "complete" and subscription_id \
+            and state.subscription_of(billable, subscription_id) is None:
+        state.apply_subscription(billable, provider.retrieve_subscription(subscription_id), state.live_as_of())
+        plans.recompute_plan(billable)
+        _refuse_while_subscribed(billable)
     return None
 
 

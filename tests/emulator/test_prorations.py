@@ -91,6 +91,20 @@ def test_a_pending_update_made_near_the_renewal_expires_at_the_periods_end(strip
     assert stripe_client.v1.invoices.retrieve(updated.latest_invoice.id).status == "void"
 
 
+def test_a_pending_update_after_a_trial_has_its_hours(stripe_client, emulator, customer, price, price2):
+    """Review finding: the trial's end, kept once the trial is over, made a later pending update expire at once."""
+    method = stripe_client.v1.payment_methods.attach("pm_card_visa", params={"customer": customer.id})
+    sub = stripe_client.v1.subscriptions.create(params={
+        "billing_mode": {"type": "classic"}, "customer": customer.id, "items": [{"price": price.id}],
+        "trial_period_days": 1, "default_payment_method": method.id})
+    emulator.advance(DAY + 60)
+    sub = with_card(stripe_client, stripe_client.v1.subscriptions.retrieve(sub.id), "pm_card_chargeDeclined")
+    assert sub.status == "active" and sub.trial_end < emulator.clock()
+    updated = swap(stripe_client, sub, price2, proration_behavior="always_invoice",
+                   payment_behavior="pending_if_incomplete")
+    assert updated.pending_update.expires_at == emulator.clock() + 23 * 3600
+
+
 def test_error_if_incomplete_refuses_and_allow_incomplete_applies_past_due(stripe_client, customer, price, price2):
     sub = with_card(stripe_client, activate(stripe_client, customer, price), "pm_card_chargeDeclined")
     with pytest.raises(stripe.CardError):

@@ -49,6 +49,15 @@ def apply_items(sub: dict, planned: list) -> None:
         item["quantity"] = quantity
 
 
+def _expiry(store: Store, sub: dict) -> int:
+    """When a pending update made now expires (see above): a trial's end counts while it is trialing (Stripe
+    keeps ``trial_end`` once the trial is over)."""
+    ends = [store.now() + PENDING_UPDATE_SECONDS, periods.period_end(sub)]
+    if sub["status"] == "trialing" and sub.get("trial_end"):
+        ends.append(sub["trial_end"])
+    return min(ends)
+
+
 def set_pending(store: Store, sub: dict, planned: list, inv: dict) -> None:
     """Keep the change in ``pending_update`` until ``inv`` is paid or the update expires."""
     items = []
@@ -57,8 +66,7 @@ def set_pending(store: Store, sub: dict, planned: list, inv: dict) -> None:
         pending.update(price=public(price), plan=legacy_plan(price), quantity=quantity)
         items.append(pending)
     sub["pending_update"] = {"billing_cycle_anchor": None,
-                             "expires_at": min(store.now() + PENDING_UPDATE_SECONDS, periods.period_end(sub),
-                                               sub.get("trial_end") or periods.period_end(sub)),
+                             "expires_at": _expiry(store, sub),
                              "subscription_items": items, "trial_end": None, "trial_from_plan": None}
     sub["_pending_invoice"] = inv["id"]
 
