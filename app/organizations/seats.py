@@ -15,7 +15,6 @@ from flask import current_app
 
 from app.billing import objects, prices
 from app.billing.provider import get_provider
-from app.extensions import db
 from app.idempotency import provider_key
 from app.subscription import current
 from app.subscription.errors import PaymentPending, PaymentRequired
@@ -81,8 +80,6 @@ def refuse_while_first_payment_open(organization):
     unended = provider.list_unended_subscriptions(organization.provider_id)
     for live in unended:
         current.write(organization, live)
-    db.session.flush()
-    db.session.expire(organization, ["subscriptions"])
     if seat_subscription(organization) is not None:
         return
     # Stripe's statuses as just read: a row stored ``incomplete`` that Stripe has since cancelled (not

@@ -84,7 +84,7 @@ def show(organization_id):
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def update(body, organization_id):
     """Rename it or set its billing email (each written to its Stripe customer first). Owner, admin. Counted
-    in the caller's ``PROVIDER_CALLS_RATE_LIMIT`` as two Stripe calls (429 past it)."""
+    in the caller's ``PROVIDER_CALLS_RATE_LIMIT`` as three Stripe calls (429 past it)."""
     membership = access.manager(organization_id, g.current_user)
     service.update(membership.organization, **body)
     db.session.commit()

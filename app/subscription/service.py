@@ -15,6 +15,7 @@ from app.extensions import db
 from app.models import Notification, Subscription
 from app.notifications.kinds import ACCOUNT_EMAILS
 from app.pagination import newest_first
+from app.subscription import current
 from app.usage import plans as usage_plans
 
 
@@ -70,18 +71,17 @@ def _close_checkout_sessions(billable, provider, keep=None):
     for a card, ``AlreadySubscribed`` (409) is raised. Stripe calls: one list, an expiry (and a read
     when refused), a subscription read.
     """
-    if not billable.provider_id:
+    session = next(iter(provider.list_checkout_sessions(billable.provider_id, SESSIONS_READ)), None) \
+        if billable.provider_id else None
+    if session is None:
         return None
-    session = next(iter(provider.list_checkout_sessions(billable.provider_id, SESSIONS_READ)), None)
-    if session is not None and session["status"] == "open":
+    if session["status"] == "open":
         if keep is not None and (session.get("metadata") or {}).get(TERMS) == keep:
             return session
         session = provider.expire_checkout_session(session["id"])
-    subscription_id = objects.ref_id((session or {}).get("subscription"))
-    if session is not None and session["status"] == "complete" and subscription_id \
-            and state.subscription_of(billable, subscription_id) is None:
-        state.apply_subscription(billable, provider.retrieve_subscription(subscription_id), state.live_as_of())
-        plans.recompute_plan(billable)
+    subscription_id = objects.ref_id(session.get("subscription"))
+    if session["status"] == "complete" and subscription_id and state.subscription_of(billable, subscription_id) is None:
+        current.write(billable, provider.retrieve_subscription(subscription_id))
         _refuse_while_subscribed(billable)
     return None
 
@@ -146,8 +146,7 @@ def _refuse_second_subscription(billable, provider):
     db.session.expire(billable)
     pending = _open_subscription(billable)
     if pending is not None:
-        state.apply_subscription(billable, provider.retrieve_subscription(pending.provider_id), state.live_as_of())
-        plans.recompute_plan(billable)
+        current.write(billable, provider.retrieve_subscription(pending.provider_id))
     _refuse_while_subscribed(billable)
 
 

@@ -84,11 +84,7 @@ def _check_discounts(store: Store, entries: list, customer_id: str) -> None:
     if len(entries) > 1:
         raise StripeError(400, "You can only specify up to one discount.", param="discounts")
     for i, entry in enumerate(entries):
-        if entry.get("promotion_code"):
-            promo = store.get("promotion_codes", entry["promotion_code"], f"discounts[{i}][promotion_code]")
-            discount_models.redeemable(store, promo, customer_id, f"discounts[{i}][promotion_code]")
-        else:
-            store.get("coupons", entry.get("coupon"), f"discounts[{i}][coupon]")
+        discount_models.entry_terms(store, entry, customer_id, f"discounts[{i}]")
 
 
 def expire_if_due(store: Store, session: dict) -> dict:

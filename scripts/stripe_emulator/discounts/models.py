@@ -116,15 +116,20 @@ def order_of(sub: dict, planned: list | None = None) -> tuple[int, str]:
     return amount, sub["currency"]
 
 
+def entry_terms(store: Store, entry: dict, customer_id: str, param: str,
+                order: tuple[int, str] | None = None) -> tuple[dict | None, dict]:
+    """``(promotion code or None, coupon)`` of a ``discounts[]`` entry (``coupon`` or ``promotion_code``) the
+    customer may redeem now for ``order``, else Stripe's 400 naming ``param``'s field."""
+    if entry.get("promotion_code"):
+        promo = store.get("promotion_codes", entry["promotion_code"], f"{param}[promotion_code]")
+        return promo, redeemable(store, promo, customer_id, f"{param}[promotion_code]", order)
+    return None, store.get("coupons", entry.get("coupon"), f"{param}[coupon]")
+
+
 def discount_for(store: Store, entry: dict, customer_id: str, sub_id: str | None, param: str,
                  order: tuple[int, str] | None = None) -> dict:
     """A new discount from a ``discounts[]`` entry (``coupon`` or ``promotion_code``), redeemed now for ``order``."""
-    promo = None
-    if entry.get("promotion_code"):
-        promo = store.get("promotion_codes", entry["promotion_code"], f"{param}[promotion_code]")
-        coupon = redeemable(store, promo, customer_id, f"{param}[promotion_code]", order)
-    else:
-        coupon = store.get("coupons", entry.get("coupon"), f"{param}[coupon]")
+    promo, coupon = entry_terms(store, entry, customer_id, param, order)
     now = store.now()
     end = periods.add_interval(now, "month", coupon["duration_in_months"]) \
         if coupon["duration"] == "repeating" else None
