@@ -13,6 +13,7 @@ from flask import Blueprint
 from ..core.http import endpoint
 from ..core.lists import newest_first, paginate
 from ..core.store import Store, StripeError, new_id, public
+from ..products.models import subscribable
 
 bp = Blueprint("stripe_portal_configurations", __name__)
 
@@ -66,10 +67,9 @@ def _check(store: Store, features: dict) -> dict:
         param = f"features[subscription_update][products][{i}][prices]"
         store.get("products", entry["product"], f"features[subscription_update][products][{i}][product]")
         for price_id in entry["prices"]:
-            price = store.get("prices", price_id, param)
-            if price["product"] != entry["product"] or not price["active"] or not price["recurring"]:
-                raise StripeError(400, f"The price {price_id} is not an active recurring price of the product "
-                                  f"{entry['product']}.", param=param)
+            if subscribable(store, price_id, param)["product"] != entry["product"]:
+                raise StripeError(400, f"The price {price_id} is not a price of the product {entry['product']}.",
+                                  param=param)
     cancel = features["subscription_cancel"]
     if cancel["proration_behavior"] == "create_prorations" and cancel["mode"] != "immediately":
         raise StripeError(400, "proration_behavior=create_prorations is only compatible with mode=immediately.",
