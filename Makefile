@@ -61,10 +61,11 @@ test-cluster: install
 	$(PY) -m scripts.cluster
 
 ## make lint: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, complexity <= 10), and mypy on the
-## Stripe calls, whose params are typed with the pinned SDK's TypedDicts
+## Stripe calls, whose params are typed with the pinned SDK's TypedDicts: every module of app/ that imports stripe
+STRIPE_MODULES = $(shell grep -rlE '^(import|from) stripe' app --include='*.py' | sort)
 lint: install
 	$(VENV)/bin/ruff check app tests scripts wsgi.py gunicorn.conf.py
-	$(VENV)/bin/mypy app/billing/stripe_provider.py app/billing/stripe_customers.py app/billing/stripe_calls.py app/billing/stripe_checkout.py
+	$(VENV)/bin/mypy $(STRIPE_MODULES)
 
 ## make clean: remove .venv, instance/ and pytest's cache
 clean:

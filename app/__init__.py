@@ -120,6 +120,7 @@ def register_listeners(app):
     # Importing connects the module-level receivers to webhook_handled (blinker holds them weakly,
     # so they must live at module level).
     from app.listeners import (  # noqa: F401
+        admit_seats,
         commit_checkout,
         commit_payment_method,
         commit_plan,

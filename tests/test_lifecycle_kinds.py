@@ -173,5 +173,6 @@ def test_the_openapi_document_names_every_kind_of_the_contract(client):
                             "subscription_ended", "payment_failed", "past_due", "payment_recovered",
                             "trial_will_end", "card_expiring", "swap_payment_failed", "quantity_changed",
                             "trial_started", "password_changed", "email_change_requested",
-                            "payment_succeeded", "member_joined", "member_left"]
+                            "payment_succeeded", "member_joined", "invitation_accepted", "member_removed",
+                            "ownership_transferred", "organization_deleted", "member_left"]
     assert "hosted_invoice_url" in kind["description"] and "customer.subscription.trial_will_end" in kind["description"]

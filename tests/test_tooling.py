@@ -1,6 +1,7 @@
 """The developer's tools as the README and docs/testing.md give them: plain ``pytest``, ``make test`` without a Redis of
 one's own, ``pip install .`` in a clone."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,7 +69,11 @@ def test_every_stripe_call_type_checks_against_the_pinned_sdk(tmp_path):
     pinned SDK's ``stripe.params`` TypedDicts, so a shape real Stripe refuses at the pinned API version
     (issue 26: resume's ``billing_cycle_anchor`` as a string) fails."""
     mypy = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache")]
-    assert run([*mypy, "app/billing/stripe_provider.py"]).returncode == 0
+    importing = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "app").rglob("*.py")
+                       if re.search(r"^(import|from) stripe\b", path.read_text(), re.MULTILINE))
+    assert "app/billing/stripe_meters.py" in importing and "app/billing/stripe_provider.py" in importing
+    checked = run([*mypy, *importing])
+    assert checked.returncode == 0, checked.stdout
     broken = tmp_path / "stripe_provider.py"
     source = (ROOT / "app/billing/stripe_provider.py").read_text()
     broken.write_text(source.replace('{"type": "now"}', '"now"'))

@@ -13,6 +13,7 @@ COMMIT_PAYMENT_METHOD = "commit_payment_method"
 SEND_RECEIPT = "send_receipt"
 REFRESH_CATALOG = "refresh_catalog"
 COMMIT_CHECKOUT = "commit_checkout"
+ADMIT_SEATS = "admit_seats"
 
 
 @dataclass(frozen=True)
@@ -40,13 +41,14 @@ EVENT_TYPES = {
     "customer.subscription.trial_will_end": EventType("subscription", True, (COMMIT_PLAN,)),
     # A swap's pending update (payment_behavior=pending_if_incomplete) was paid and applied, or
     # expired unpaid: the subscription carries its prices either way.
-    "customer.subscription.pending_update_applied": EventType("subscription", True, (COMMIT_PLAN,)),
-    "customer.subscription.pending_update_expired": EventType("subscription", True, (COMMIT_PLAN,)),
+    # A seat held for an invitee (a declined seat's pending update) is settled by them: admitted, or ended.
+    "customer.subscription.pending_update_applied": EventType("subscription", True, (COMMIT_PLAN, ADMIT_SEATS)),
+    "customer.subscription.pending_update_expired": EventType("subscription", True, (COMMIT_PLAN, ADMIT_SEATS)),
     # A trial ended without a card (paused: no plan) and a card resumed it: the status says which.
     "customer.subscription.paused": EventType("subscription", True, (COMMIT_PLAN,)),
     "customer.subscription.resumed": EventType("subscription", True, (COMMIT_PLAN,)),
-    "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT)),
-    "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT),
+    "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT, ADMIT_SEATS)),
+    "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT, ADMIT_SEATS),
                                            twin_of="invoice.paid"),
     "invoice.payment_failed": EventType("invoice", False, (COMMIT_PLAN,)),
     "customer.updated": EventType("customer", False, (COMMIT_PAYMENT_METHOD,)),

@@ -10,6 +10,7 @@ needs; network errors, timeouts, 429 and 5xx are worth retrying (``ProviderUnava
 import logging
 
 import stripe
+from stripe._v1_services import V1Services
 from stripe.params.billing import MeterEventCreateParams, MeterListEventSummariesParams, MeterListParams
 
 from app.billing.provider_errors import MeterEventRefused
@@ -67,6 +68,8 @@ def summary(v1, meter_id, customer_id, start, end):
 
 class MeterCalls:
     """``MeterContract`` on the SDK, mixed into ``StripeProvider`` (which holds ``self._v1``)."""
+
+    _v1: V1Services  # the SDK's ``v1`` service, set by StripeProvider
 
     def list_active_meters(self):
         return list_active(self._v1)

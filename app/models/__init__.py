@@ -4,6 +4,7 @@ from app.models.catalog import CatalogVersion
 from app.models.delivery import NotificationDelivery
 from app.models.idempotency import IdempotencyKey
 from app.models.organization import Invitation, Membership, Organization
+from app.models.seat import SeatChange
 from app.models.subscription import (
     PromotionRedemption,
     ProrationQuote,
@@ -18,5 +19,6 @@ from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
 __all__ = ["AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent",
            "IdempotencyKey", "Invitation", "Membership", "Notification", "NotificationDelivery", "Organization",
-           "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "ServiceKey",
-           "Subscription", "SubscriptionItem", "TrialFingerprint", "UsageEvent", "User", "WebhookEvent"]
+           "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "SeatChange",
+           "ServiceKey", "Subscription", "SubscriptionItem", "TrialFingerprint", "UsageEvent", "User",
+           "WebhookEvent"]

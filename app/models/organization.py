@@ -12,6 +12,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from app.extensions import db
 from app.models.account import address_sha256
 from app.models.billable import Billable
+from app.models.seat import HELD, SeatChange
 from app.models.types import UTCDateTime
 from app.models.user import User
 from app.timeutil import utcnow
@@ -71,7 +72,14 @@ class Organization(Billable, db.Model):
         return [address_sha256(f"organization:{self.id}")]
 
     def seat_count(self):
-        """Its members (seats follow members, ``app.organizations.seats``)."""
+        """Its members plus the seats held for invitees while their charge waits for payment (seats follow
+        members, ``app.organizations.seats``; CONTRACT "Changes to the fifth round")."""
+        return self.member_count() + db.session.scalar(
+            select(func.count()).select_from(SeatChange)
+            .where(SeatChange.organization_id == self.id, SeatChange.status == HELD))
+
+    def member_count(self):
+        """Its members (owner included) as stored now."""
         return db.session.scalar(select(func.count()).select_from(Membership)
                                  .where(Membership.organization_id == self.id))
 

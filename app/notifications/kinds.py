@@ -53,6 +53,15 @@ NOTIFICATION_KINDS = {
                          "invoice_pdf.",
     "member_joined": "An invitation to an organisation was accepted; to its owner and admins. "
                      "data: member {id, email, name}, role, organization {id, name}.",
+    "invitation_accepted": "A seat declined when the invitee accepted was paid afterwards (invoice.paid, or "
+                           "customer.subscription.pending_update_applied, of the seat's invoice) and the invitee "
+                           "joined; to the invitee. data: organization {id, name}, role.",
+    "member_removed": "An owner or admin removed the member from an organisation; to that member (a leave sends "
+                      "none). data: organization {id, name}.",
+    "ownership_transferred": "An organisation's owner transferred it; to the new owner and to the old one, now an "
+                             "admin. data: organization {id, name}, from {id, email, name}, to {id, email, name}.",
+    "organization_deleted": "An organisation was deleted by its owner (its subscription cancelled at once); to each "
+                            "member but the owner. data: organization {id, name}.",
     "member_left": "A member left an organisation or was removed (their account deleted too); to its owner and "
                    "admins. data: member {id, email, name}, reason (left or removed), organization {id, name}.",
 }
@@ -65,3 +74,8 @@ ACCOUNT_EMAILS = {
     "invitation": "a link that accepts an organisation's invitation (APP_URL_ACCEPT_INVITATION), to the invited "
                   "address; queued as the inviter's. data: email, invitation, organization {id, name}",
 }
+
+# Notices to one person about an organisation (``data.organization``), not about its billing: their mail is
+# not headed as the organisation's billing, which goes to each owner and admin.
+PERSONAL_NOTICES = frozenset({"invitation_accepted", "member_removed", "ownership_transferred",
+                              "organization_deleted"})

@@ -14,7 +14,7 @@ from flask import current_app
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 
 from app import email_tokens
-from app.notifications.kinds import ACCOUNT_EMAILS
+from app.notifications.kinds import ACCOUNT_EMAILS, PERSONAL_NOTICES
 from app.notifications.schemas import NotificationSchema
 from app.timeutil import from_timestamp, isoformat_z
 
@@ -55,13 +55,25 @@ def message_id(notification, sender):
     return f"<notification.{notification.id}@{domain}>"
 
 
+def _billing_of(notification):
+    """The name of the organisation whose billing ``notification`` is about (its owner and admins each get
+    one), or ``None``: a user's own, or a notice to one person about an organisation (``PERSONAL_NOTICES``)."""
+    organization = (notification.data or {}).get("organization")
+    if notification.kind in PERSONAL_NOTICES or not isinstance(organization, dict):
+        return None
+    return organization.get("name") or None
+
+
 def email(notification, user, sender, plans, now):
     """Return the ``EmailMessage`` for ``notification`` to ``user``: plain text plus an HTML alternative."""
-    context = {"user": user, "data": notification.data or {}, "notification": notification, "plans": plans}
+    context = {"user": user, "data": notification.data or {}, "notification": notification, "plans": plans,
+               "billing_of": _billing_of(notification)}
     if notification.kind in ACCOUNT_EMAILS:
         context.update(_account_email(notification, user))
     head, _, text = _templates.get_template(f"{notification.kind}.txt").render(context).partition("\n\n")
     subject = head.removeprefix("Subject:").strip()
+    if context["billing_of"] and context["billing_of"] not in subject:
+        subject = f"{context['billing_of']}: {subject}"
     html = _templates.get_template(f"{notification.kind}.html").render(context, subject=subject)
     message = EmailMessage()
     message["Subject"] = subject

@@ -90,9 +90,11 @@ def accept(user, token):
     """Join the organisation of the invitation ``token`` as its role; return the new ``Membership``.
 
     The caller's verified address must be the invited one (``EmailUnverified``, ``EmailMismatch``: 403).
-    The seat is paid first, at Stripe, under the organisation's lock (``seats.set_seats``): declined,
-    ``SeatDeclined`` (402), and nobody is added; the invitation stays valid. While the organisation's
-    subscription is being started, ``FirstPaymentOpen`` (409): that payment covers only the members before.
+    The seat is paid first, at Stripe, under the organisation's lock (``seats.change_seats``): declined,
+    ``SeatDeclined`` (402), nobody is added yet and the seat is held for the caller until its invoice is paid
+    (then the webhook admits them) or Stripe drops it (the invitation stays valid). While a seat change waits
+    for payment, ``SeatChangePending`` (409); while the organisation's subscription is being started,
+    ``FirstPaymentOpen`` (409): that payment covers only the members before.
     """
     invitation = _redeemable(token)
     if user.email != invitation.email:
@@ -104,7 +106,7 @@ def accept(user, token):
     if db.session.get(Membership, (organization.id, user.id)) is not None:
         raise AlreadyMember("You are already a member of this organisation.")
     seats.refuse_while_first_payment_open(organization)
-    seats.set_seats(organization, seats.member_count(organization) + 1, "accept")
+    seats.change_seats(organization, +1, "accept", invitation=invitation, user=user)
     notify_membership(organization, "member_joined", user, {"role": invitation.role})
     membership = Membership(organization_id=organization.id, user_id=user.id, role=invitation.role)
     db.session.add(membership)

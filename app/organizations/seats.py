@@ -1,50 +1,59 @@
-"""Seats follow members (CONTRACT "Organisations"): an organisation's subscription quantity is its member
-count, set here and nowhere else, provider-first.
+"""Seats follow members (CONTRACT "Organisations", "Changes to the fifth round"): an organisation's
+subscription quantity is its members plus the seats held for invitees, set here and nowhere else,
+provider-first.
 
-Every change takes the organisation's lock, counts its members as they will be after the change, and
-sends that count to Stripe as the item's absolute ``quantity`` before the membership row changes:
-whatever the interleaving of accepts and removals, the last writer sends the true count, so Stripe's
-quantity converges on the members. A seat added is charged at once (``always_invoice`` with
-``pending_if_incomplete``, https://docs.stripe.com/billing/subscriptions/pending-updates): declined,
-Stripe keeps the old quantity and this raises ``SeatDeclined`` (402) before anyone is added; a seat
-removed follows ``PROVIDER_PRORATION``. Without a live subscription nothing is sent: members join
-freely, and a new subscription starts at the member count; but while one is being started (its first
-payment or Checkout open) nobody joins (``refuse_while_first_payment_open``). Nothing here commits.
+Every change takes the organisation's lock, counts the seats as they will be after the change, and
+sends that count to Stripe as the item's absolute ``quantity`` before the membership row changes, and
+records it with Stripe's answer (``SeatChange``). A seat added is charged at once (``always_invoice``
+with ``pending_if_incomplete``, https://docs.stripe.com/billing/subscriptions/pending-updates):
+declined, Stripe keeps the old quantity and the change in its ``pending_update``; the seat is then held
+for the invitee, who is admitted by the webhook that says its invoice was paid (``admit``), and the hold
+ends when Stripe drops the update unpaid (``expire``). Every other seat change waits meanwhile (409), so
+the quantity the pending update applies is never above what was paid for. A seat removed follows
+``PROVIDER_PRORATION``. Without a live subscription nothing is sent: members join freely, and a new
+subscription starts at the member count; but while one is being started (its first payment or Checkout
+open) nobody joins (``refuse_while_first_payment_open``). Nothing here commits.
 """
 from flask import current_app
+from sqlalchemy import delete, select
 
+from app import timeutil
 from app.billing import objects, prices
 from app.billing.provider import get_provider
+from app.extensions import db
 from app.idempotency import provider_key
+from app.models import Invitation, Membership, User
+from app.models.seat import ADMITTED, APPLIED, EXPIRED, HELD, SeatChange
+from app.notifications import notify_account, notify_membership
 from app.subscription import current
 from app.subscription.errors import PaymentPending, PaymentRequired
+from app.timeutil import utcnow
+
+
+class SeatChangePending(PaymentPending):
+    """409 ``payment_pending``: an earlier seat change waits for its invoice; every seat change waits for it."""
+
+    message = ("An earlier seat change of the organisation waits for its invoice to be paid (its owner and admins "
+               "have been told); members can join or leave once it is paid, or once Stripe drops it unpaid.")
 
 
 class SeatDeclined(PaymentRequired):
     """402 ``payment_required`` to the invitee: the new seat's charge was not paid. No invoice details:
     those go to the owner and admins (``payment_failed``, from Stripe's ``invoice.payment_failed``)."""
 
-    message = ("The organisation's payment for a new seat was declined, so you were not added; the invitation "
-               "stays valid. Its owner and admins have been told.")
+    message = ("The organisation's payment for a new seat was declined, so you are not a member yet: the seat is "
+               "held for you, and you join (and are told) as soon as its owner or an admin pays the invoice. If it "
+               "is not paid before Stripe drops the change, the hold ends and the invitation stays valid.")
 
 
 def member_count(organization):
     """The number of members (owner included) as stored now."""
-    return organization.seat_count()
+    return organization.member_count()
 
 
 def seat_subscription(organization):
     """The subscription whose quantity is the seats: the live one (``current.live_subscription``), or ``None``."""
     return current.live_subscription(organization.subscriptions)
-
-
-def _refuse_while_pending(organization, subscription):
-    """``current.refuse_while_pending`` without the invoice's details: the invitee is not the one to pay it."""
-    try:
-        current.refuse_while_pending(organization, subscription)
-    except PaymentPending:
-        raise PaymentPending("An earlier seat change of the organisation waits for its invoice to be paid; its owner "
-                             "and admins have been told. Accept the invitation again once it is paid.") from None
 
 
 # A subscription that has not started: its first payment (an intent's) or its card (a paused trial) is
@@ -65,15 +74,17 @@ def refuse_while_first_payment_open(organization):
     subscription ``incomplete``, a trial ``paused`` for its card, or a Checkout Session still ``open``.
 
     Stripe starts each at the quantity it was created with (the members then), so a member accepted
-    meanwhile would have no paid seat: ``set_seats`` has no live subscription to raise yet. With a
+    meanwhile would have no paid seat: ``change_seats`` has no live subscription to raise yet. With a
     customer and no live subscription here, the customer's unended subscriptions are read first and
     written as the webhooks would (a subscription whose payment cleared, or whose Checkout completed,
-    before its webhook arrived is live, and ``set_seats`` charges for it); then Stripe is asked for an
+    before its webhook arrived is live, and ``change_seats`` charges for it); then Stripe is asked for an
     open session. Two calls, only for an organisation without a live subscription: one page of its
     unended subscriptions (``list_unended_subscriptions``), never its whole history (CONTRACT "Changes to
     the fourth round": bounded Stripe work), and one page of one session. Under the organisation's lock
     (the caller takes it). Raises ``ProviderUnavailable`` (503).
     """
+    # Read again under the lock: a Checkout opened meanwhile made the customer after this row was loaded.
+    db.session.refresh(organization)
     if organization.provider_id is None or seat_subscription(organization) is not None:
         return
     provider = get_provider()
@@ -89,36 +100,124 @@ def refuse_while_first_payment_open(organization):
         raise FirstPaymentOpen()
 
 
-def set_seats(organization, count, reason):
-    """Make Stripe's quantity of the organisation's live subscription ``count``; return the row, or ``None``.
+def _refuse_while_pending(organization, subscription):
+    """Raise ``SeatChangePending`` (409) while a seat change of the organisation waits for its invoice.
 
-    Under the organisation's lock (the caller takes it, before counting). ``reason`` names the change
-    in Stripe's idempotency key (``"accept"``, ``"remove"``). More seats: charged now, ``SeatDeclined``
-    (402) when Stripe holds the change pending; a pending seat change from before (an earlier
-    decline) is ``PaymentPending`` (409) until it is paid or expires. Fewer seats: ``PROVIDER_PRORATION``.
-    Raises ``ProviderUnavailable`` (503) and ``ProviderRejected`` (502): then nothing changed here
-    either. Drifted seats are set back by ``flask reconcile`` (``billing.reconcile.reconcile_seats``).
+    CONTRACT "Changes to the fifth round": a removal, a leave or another accept during a pending seat
+    change waits, so that Stripe's quantity after the pending change applies (its absolute quantity,
+    https://docs.stripe.com/billing/subscriptions/pending-updates-reference) or expires equals the members
+    plus the held seats. The row and the held seat say so from Stripe's answers; Stripe is asked once more
+    (one call) before refusing, since the invoice may have been paid, or the update expired, a moment
+    ago: what it says settles the held seat (``settle_held``).
+    """
+    held = held_seat(organization)
+    if held is None and (subscription.pending_expires_at is None or subscription.pending_expires_at <= utcnow()):
+        return
+    live = get_provider().retrieve_subscription(subscription.provider_id)
+    current.write(organization, live)
+    if objects.pending_update_of(live) is not None:
+        raise SeatChangePending()
+    if held is not None:
+        settle_held(held, live)
+
+
+def held_seat(organization):
+    """The organisation's seat held for an invitee while its charge waits for payment, or ``None``: at most
+    one, since every other seat change waits for it (``_refuse_while_pending``)."""
+    return db.session.scalars(select(SeatChange).where(SeatChange.organization_id == organization.id,
+                                                       SeatChange.status == HELD)).first()
+
+
+def change_seats(organization, delta, reason, invitation=None, user=None):
+    """Change the organisation's seats by ``delta`` (+1 an accept, -1 a removal); return the subscription row,
+    or ``None`` without a live single-price subscription (members then join and leave freely).
+
+    Under the organisation's lock (the caller takes it, before counting). The quantity sent to Stripe is
+    absolute: the members plus the held seats, plus ``delta``. More seats: charged now (``always_invoice``,
+    ``pending_if_incomplete``); declined, the seat is held for ``user`` (the invitee, with ``invitation``'s
+    role) until its invoice is paid or Stripe's pending update expires, and ``SeatDeclined`` (402) is
+    raised: the caller commits the record. Fewer seats: ``PROVIDER_PRORATION``. While a seat change
+    waits for payment, any change is ``SeatChangePending`` (409). Every change sent is recorded as a
+    ``SeatChange`` with Stripe's answer. Raises ``ProviderUnavailable`` (503) and ``ProviderRejected``
+    (502): then nothing changed here either. ``reason`` names the change in Stripe's idempotency key.
     """
     subscription = seat_subscription(organization)
     # The seats are the licensed item's: a plan's metered items (no quantity) ride along uncounted.
     licensed = subscription.licensed_items if subscription is not None else []
     if len(licensed) != 1:
         return None
+    _refuse_while_pending(organization, subscription)
     item, provider = licensed[0], get_provider()
+    count = organization.seat_count() + delta
     if item.quantity == count:
         return subscription
     raising = count > (item.quantity or 0)
-    if raising:
-        _refuse_while_pending(organization, subscription)
     params = {"items": [{"id": item.provider_id, "quantity": count}]}
     if raising:
         params.update(proration_behavior=prices.INVOICE_AT_ONCE, payment_behavior="pending_if_incomplete")
     else:
         params["proration_behavior"] = current_app.config["PROVIDER_PRORATION"]
+    previous = item.quantity or 0
     live = provider.update_subscription(subscription.provider_id, params,
-                                        provider_key(organization, f"seats-{reason}-{count}"))
+                                        provider_key(organization, f"seats-{reason}-{previous}-{count}"))
     row = current.write(organization, live)
-    if raising and objects.pending_update_of(live) is not None:
+    pending = objects.pending_update_of(live) if raising else None
+    change = SeatChange(organization_id=organization.id, provider_subscription=subscription.provider_id,
+                        reason=reason, previous_quantity=previous, quantity=count,
+                        status=APPLIED if pending is None else HELD, invoice=_invoice_id(live))
+    db.session.add(change)
+    if pending is not None:
+        change.user_id, change.role = user.id, invitation.role
+        change.invitation_id = invitation.id
+        change.expires_at = timeutil.from_timestamp(pending["expires_at"])
         raise SeatDeclined()
     return row
 
+
+def _invoice_id(live):
+    return objects.ref_id(live.get("latest_invoice")) if live.get("latest_invoice") else None
+
+
+def settle(organization):
+    """Settle the organisation's held seat from Stripe (one call, only when a seat is held), for ``flask
+    reconcile`` and ``sync``, which may run when a webhook was lost; return whether a seat change still waits
+    for payment (its quantity is then Stripe's to apply: nothing is drifted). Under the organisation's lock."""
+    held = held_seat(organization)
+    if held is None:
+        return False
+    live = get_provider().retrieve_subscription(held.provider_subscription)
+    if objects.pending_update_of(live) is not None:
+        return True
+    settle_held(held, live)
+    return False
+
+
+def settle_held(held, live):
+    """Settle the held seat ``held`` from Stripe's subscription ``live`` once it has no pending update: its
+    invoice paid (the quantity applied), the invitee is admitted (``admit``); else the hold ends
+    (``expire``). Under the organisation's lock."""
+    invoice = live.get("latest_invoice")
+    paid = (invoice.get("status") == "paid" if isinstance(invoice, dict) and invoice.get("id") == held.invoice
+            else any(item.get("quantity") == held.quantity
+                    for item in objects.items_of(live) if not objects.is_metered(item)))
+    (admit if paid else expire)(held)
+
+
+def admit(held):
+    """The held seat's invoice was paid: the invitee joins with the role they accepted, the invitation is
+    used, and they (``invitation_accepted``) and the owner and admins (``member_joined``) are told.
+    CONTRACT "Changes to the fifth round". Under the organisation's lock; nothing commits."""
+    held.status, held.resolved_at = ADMITTED, utcnow()
+    organization, user = held.organization, db.session.get(User, held.user_id)
+    if user is None or db.session.get(Membership, (organization.id, user.id)) is not None:
+        return
+    db.session.add(Membership(organization_id=organization.id, user_id=user.id, role=held.role))
+    db.session.execute(delete(Invitation).where(Invitation.id == held.invitation_id))
+    notify_membership(organization, "member_joined", user, {"role": held.role})
+    notify_account(user, "invitation_accepted", {"organization": {"id": organization.id, "name": organization.name},
+                                                 "role": held.role})
+
+
+def expire(held):
+    """The held seat's pending update expired unpaid: the hold ends, the invitation stays valid."""
+    held.status, held.resolved_at = EXPIRED, utcnow()

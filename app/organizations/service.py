@@ -11,8 +11,8 @@ from app.billing.provider import get_provider
 from app.extensions import db
 from app.models import User
 from app.models.billable import lock_row
-from app.models.organization import ADMIN, MANAGERS, OWNER, Invitation, Membership, Organization
-from app.notifications import notify_membership
+from app.models.organization import ADMIN, MANAGERS, MEMBER, OWNER, Invitation, Membership, Organization
+from app.notifications import notify_account, notify_membership
 from app.organizations import seats
 from app.organizations.access import require
 from app.organizations.errors import MemberNotFound, OwnerMustTransfer, OwnsOrganization
@@ -104,7 +104,8 @@ def remove(organization, caller, user_id):
 
     The owner cannot leave or be removed (``OwnerMustTransfer``, 409); anyone else removing another
     member needs a manager's role (``Forbidden``, 403). The seat goes first, at Stripe, under the
-    organisation's lock (``seats.set_seats``): if Stripe fails, the member stays.
+    organisation's lock (``seats.change_seats``): if Stripe fails, the member stays; while a seat change
+    waits for payment, ``SeatChangePending`` (409) and the member stays.
     """
     if caller.user_id != user_id:
         require(caller, MANAGERS)
@@ -112,11 +113,13 @@ def remove(organization, caller, user_id):
     member = _member(organization, user_id)
     if member.role == OWNER:
         raise OwnerMustTransfer()
-    seats.set_seats(organization, seats.member_count(organization) - 1, "remove")
+    seats.change_seats(organization, -1, "remove")
     db.session.delete(member)
     db.session.flush()
     notify_membership(organization, "member_left", member.user,
                       {"reason": "left" if caller.user_id == user_id else "removed"})
+    if caller.user_id != user_id:
+        notify_account(member.user, "member_removed", {"organization": _named(organization)})
 
 
 def transfer(organization, owner, user_id, password):
@@ -142,7 +145,18 @@ def transfer(organization, owner, user_id, password):
             db.session.refresh(member.user)
             get_provider().update_customer_email(organization.provider_id, member.user.email)
         owner.role, member.role = ADMIN, OWNER
+        people = {"organization": _named(organization), "from": _person(owner.user), "to": _person(member.user)}
+        for user in (member.user, owner.user):
+            notify_account(user, "ownership_transferred", people)
     return organization
+
+
+def _named(organization):
+    return {"id": organization.id, "name": organization.name}
+
+
+def _person(user):
+    return {"id": user.id, "email": user.email, "name": user.name}
 
 
 def delete_organization(organization, owner, password):
@@ -150,6 +164,8 @@ def delete_organization(organization, owner, password):
     and its customer deleted; then members, invitations, subscriptions and the row. ``WrongPassword``
     (403); ``ProviderUnavailable`` (503) deletes nothing here."""
     check_password(owner.user, password)
+    for member in organization.members_with([ADMIN, MEMBER]):
+        notify_account(member, "organization_deleted", {"organization": _named(organization)})
     _delete(organization)
 
 

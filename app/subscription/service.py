@@ -181,6 +181,11 @@ def create_checkout(billable, line, urls, promotion_code=None):
     metered = usage_plans.metered_for(line["price"])
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
+    # An organisation's seats are read under its lock, held until the session exists and is committed: an
+    # invitee accepting meanwhile waits, then finds the session open (409), so every member has a paid seat.
+    seats = billable.seat_count()
+    if seats:
+        line = {**line, "quantity": seats}
     pending = _open_subscription(billable)
     if pending is not None:
         _cancel_open_subscription(billable, provider, pending)

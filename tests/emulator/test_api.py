@@ -264,5 +264,10 @@ def test_a_portal_configuration_offers_only_its_products_active_prices(stripe_cl
     with pytest.raises(stripe.InvalidRequestError, match="immediately"):
         offering([{"product": price.product, "prices": [price.id]}], mode="at_period_end",
                  proration_behavior="create_prorations")()
+    for mode in ("immediately", "at_period_end"):  # "Passing always_invoice will result in an error"
+        with pytest.raises(stripe.InvalidRequestError, match="always_invoice") as refused:
+            offering([{"product": price.product, "prices": [price.id]}], mode=mode,
+                     proration_behavior="always_invoice")()
+        assert refused.value.param == "features[subscription_cancel][proration_behavior]"
     assert offering([{"product": price.product, "prices": [price.id, price2.id]}], mode="immediately",
                     proration_behavior="create_prorations")().active

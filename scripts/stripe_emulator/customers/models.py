@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..billing import tax
 from ..core.store import Store, StripeError, merge_metadata, new_id, public
 from . import payment_methods
@@ -42,9 +44,16 @@ def _shipping(value) -> dict | None:
             "phone": value.get("phone") or None} if value else None
 
 
+# One address: something, "@", a domain, no spaces. Stripe refuses others with ``email_invalid``
+# ("The email address is invalid (e.g., not properly formatted)", https://docs.stripe.com/error-codes#email-invalid).
+EMAIL = re.compile(r"[^@\s]+@[^@\s.][^@\s]*")
+
+
 def apply_details(cus: dict, params: dict) -> None:
-    """The contact and tax details a create or update sets (``""`` unsets one), once
-    ``tax[validate_location]=immediately`` accepted the address they leave (``billing/tax.py``)."""
+    """The contact and tax details a create or update sets (``""`` unsets one), once the email is an address
+    and ``tax[validate_location]=immediately`` accepted the address they leave (``billing/tax.py``)."""
+    if params.get("email") and not EMAIL.fullmatch(params["email"]):
+        raise StripeError(400, f"Invalid email address: {params['email']}", code="email_invalid", param="email")
     located = {"address": _address(params["address"]) if "address" in params else cus["address"],
                "shipping": _shipping(params["shipping"]) if "shipping" in params else cus["shipping"]}
     tax.validate_location(params, located)

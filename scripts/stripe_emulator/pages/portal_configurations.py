@@ -55,7 +55,8 @@ def _check(store: Store, features: dict) -> dict:
     """Stripe's rules of a configuration's features (https://docs.stripe.com/api/customer_portal/configurations/create,
     the SDK's parameter texts): products are needed to offer price updates, at most ``PRODUCTS_MAX``, each
     with "the list of price IDs for the product" (active recurring prices of that product); a cancel
-    prorates (``create_prorations``) only when it is ``immediately``."""
+    prorates (``create_prorations``) only when it is ``immediately``, and never invoices at once ("Passing
+    ``always_invoice`` will result in an error", the SDK's ``subscription_cancel.proration_behavior``)."""
     update = features["subscription_update"]
     if update["enabled"] and not update["products"] and "price" in update["default_allowed_updates"]:
         raise StripeError(400, "You must specify at least one product when price updates are allowed.",
@@ -71,6 +72,9 @@ def _check(store: Store, features: dict) -> dict:
                 raise StripeError(400, f"The price {price_id} is not a price of the product {entry['product']}.",
                                   param=param)
     cancel = features["subscription_cancel"]
+    if cancel["proration_behavior"] == "always_invoice":
+        raise StripeError(400, "proration_behavior=always_invoice is not supported when canceling subscriptions.",
+                          param="features[subscription_cancel][proration_behavior]")
     if cancel["proration_behavior"] == "create_prorations" and cancel["mode"] != "immediately":
         raise StripeError(400, "proration_behavior=create_prorations is only compatible with mode=immediately.",
                           param="features[subscription_cancel][proration_behavior]")

@@ -1,0 +1,44 @@
+"""``AdmitSeats``: a seat held for an invitee is settled by the webhook that says what Stripe did with it.
+
+CONTRACT "Changes to the fifth round": a declined seat holds its invitation; when that invoice is paid
+(on Stripe's page, by a retry or a new card) the invitee is admitted by the webhook that says so, and
+told; unpaid when Stripe's pending update expires, the hold ends and the invitation stays valid
+(``app.organizations.seats``). ``invoice.paid`` names the invoice; ``pending_update_applied`` and
+``pending_update_expired`` name it as the subscription's ``latest_invoice``
+(https://docs.stripe.com/billing/subscriptions/pending-updates-reference). Each settles only the seat
+held for that invoice, once: a redelivered or late event finds it settled.
+"""
+from sqlalchemy import select
+
+from app.billing import objects, state
+from app.billing.events import ADMIT_SEATS, handled_by
+from app.extensions import db
+from app.models.seat import HELD, SeatChange
+from app.organizations import seats
+from app.signals import webhook_handled
+
+EVENT_TYPES = handled_by(ADMIT_SEATS)
+EXPIRED = "customer.subscription.pending_update_expired"
+
+
+@webhook_handled.connect
+def admit_seats(sender, event, **extra):
+    """Admit the invitee of the seat held for the event's invoice, or end the hold when Stripe dropped it.
+
+    Returns ``True`` when the event is one of its types and names a known customer (the billable, locked
+    by the webhook), as the other listeners do.
+    """
+    if event["type"] not in EVENT_TYPES:
+        return False
+    obj = event["data"]["object"]
+    billable = extra.get("billable") or state.billable_for_customer(objects.customer_id_of(obj))
+    if billable is None:
+        return False
+    invoice = objects.ref_id(obj.get("id") if obj.get("object") == "invoice" else obj.get("latest_invoice"))
+    # Only an organisation's seats are held; a user's own subscription has none.
+    held = db.session.scalars(select(SeatChange).where(
+        SeatChange.organization_id == billable.id, SeatChange.status == HELD,
+        SeatChange.invoice == invoice)).first() if invoice and billable.kind == "organization" else None
+    if held is not None:
+        (seats.expire if event["type"] == EXPIRED else seats.admit)(held)
+    return True

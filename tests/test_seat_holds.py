@@ -1,0 +1,159 @@
+"""Seats as records (CONTRACT "Additions (sixth round)", "Changes to the fifth round"): a declined seat is
+held for its invitee until Stripe's pending update is paid or dropped, every other seat change waits for
+it, and an organisation's first subscription counts its members under the organisation's lock.
+
+Each test reproduces a finding of issue 42 (amounts in minor units, basic 900 a seat) and shows it now
+gains nothing: through HTTP, the real stripe SDK, the emulator and its real webhooks.
+"""
+from concurrent.futures import ThreadPoolExecutor
+from threading import Barrier
+
+import pytest
+import requests
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import SeatChange
+from tests.test_billing_flow import start_flow
+from tests.test_organization_billing import SEAT, Team
+from tests.test_selling import URLS, complete
+
+
+@pytest.fixture
+def team(live, emulator, stripe_client, prices):
+    return Team(start_flow(live, emulator, stripe_client, prices))
+
+
+def declined_seat(team, name):
+    """``name`` accepts while the organisation's card is declined: 402, the seat held; return
+    ``(subscription_id, invitation, open invoice)``."""
+    subscription_id = team.subscribe()
+    team.fail_card(subscription_id)
+    team.person(name)
+    invitation = team.invite(name)
+    declined = team.accept(name, invitation)
+    assert declined.status_code == 402 and declined.json["error"]["code"] == "payment_required", declined.json
+    invoices = team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id, "status": "open"}).data
+    assert len(invoices) == 1
+    return subscription_id, invitation, invoices[0]
+
+
+def pay_on_stripes_page(invoice):
+    """The owner pays the open invoice as the payment_failed email says: on Stripe's hosted page, new card."""
+    paid = requests.post(f"{invoice.hosted_invoice_url}/pay", data={"payment_method": "pm_card_visa"}, timeout=10)
+    assert paid.status_code == 200, paid.text
+
+
+def charged(team, subscription_id):
+    """What the subscription's invoices took, minor units."""
+    return sum(i.amount_paid for i in team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data)
+
+
+def kinds(team, headers):
+    return [n["kind"] for n in team.client.get("/notifications?limit=100", headers=headers).json["data"]]
+
+
+def me(team, name):
+    return team.client.get("/auth/me", headers=team.headers[name]).json["id"]
+
+
+def test_a_declined_seat_paid_later_admits_its_invitee_once(team):
+    """Before: paying the declined seat's invoice admitted nobody, `flask reconcile` set the quantity back
+    without a credit, and the invitee paid again: 1,800 for one seat. Now the webhook of the paid invoice
+    admits the invitee and tells both sides; reconcile finds nothing to fix: 900 for one seat."""
+    subscription_id, invitation, invoice = declined_seat(team, "cy")
+    assert team.client.get(team.base, headers=team.ada).json["seats"] == {"members": 1, "invitations": 1, "paid": 1}
+    before = charged(team, subscription_id)
+    pay_on_stripes_page(invoice)
+    team.flow.deliver()
+    assert team.members() == 2 and team.stripe_quantity(subscription_id) == 2
+    assert "invitation_accepted" in kinds(team, team.headers["cy"]) and "member_joined" in kinds(team, team.ada)
+    assert team.client.get(team.base, headers=team.headers["cy"]).json["role"] == "member"
+    again = team.accept("cy", invitation)
+    assert again.status_code == 400 and again.json["error"]["code"] == "invalid_token", "the invitation is used"
+    reconciled = team.app.test_cli_runner().invoke(args=["reconcile"])
+    assert reconciled.exit_code == 0 and "seats 2 -> 1" not in reconciled.output, reconciled.output
+    assert team.stripe_quantity(subscription_id) == team.members() == 2
+    assert charged(team, subscription_id) - before == SEAT
+
+
+def test_a_removal_during_a_pending_seat_charge_waits_for_it(team):
+    """Before: a removal while a seat's charge was pending was credited 900, and paying the pending invoice
+    then applied the old absolute quantity: a seat nobody paid for, each round. Now every seat change waits
+    (409) until the pending one is paid or dropped; after it the quantity is the members."""
+    team.join("bob")
+    subscription_id, _, invoice = declined_seat(team, "cy")
+    bob = me(team, "bob")
+    removed = team.client.delete(f"{team.base}/members/{bob}", headers=team.ada)
+    assert removed.status_code == 409 and removed.json["error"]["code"] == "payment_pending", removed.json
+    left = team.client.delete(f"{team.base}/members/{bob}", headers=team.headers["bob"])
+    assert left.status_code == 409 and team.members() == 2
+    pay_on_stripes_page(invoice)
+    team.flow.deliver()
+    assert team.stripe_quantity(subscription_id) == team.members() == 3
+    assert team.client.delete(f"{team.base}/members/{bob}", headers=team.ada).status_code == 204
+    assert team.stripe_quantity(subscription_id) == team.members() == 2
+
+
+def test_a_lost_webhook_does_not_lose_the_paid_seat(team):
+    """The invoice is paid but its webhooks have not arrived: the next seat change asks Stripe first, admits
+    the invitee whose seat was paid, and counts them."""
+    team.join("bob")
+    subscription_id, _, invoice = declined_seat(team, "cy")
+    pay_on_stripes_page(invoice)  # webhooks not delivered
+    assert team.client.delete(f"{team.base}/members/{me(team, 'bob')}", headers=team.ada).status_code == 204
+    assert team.members() == 2 and team.stripe_quantity(subscription_id) == 2  # Ada and Cy
+    team.flow.deliver()
+    assert team.members() == 2 and team.stripe_quantity(subscription_id) == 2
+    assert team.client.get(team.base, headers=team.headers["cy"]).status_code == 200
+
+
+def test_an_unpaid_hold_ends_when_stripe_drops_the_change_and_the_invitation_stays(team):
+    subscription_id, invitation, _ = declined_seat(team, "cy")
+    team.flow.emulator.control("POST", "clock/advance", {"seconds": 23 * 3600 + 60})
+    team.flow.deliver()
+    with team.app.app_context():
+        statuses = db.session.scalars(select(SeatChange.status).where(SeatChange.organization_id == team.org)).all()
+    assert statuses == ["expired"], statuses
+    assert team.members() == 1 and team.stripe_quantity(subscription_id) == 1
+    assert team.client.get(team.base, headers=team.ada).json["seats"] == {"members": 1, "invitations": 1, "paid": 1}
+    customer = team.flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
+    method = team.flow.stripe.v1.payment_methods.attach("pm_card_visa", params={"customer": customer})
+    team.flow.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": method.id})
+    team.flow.deliver()
+    assert team.accept("cy", invitation).status_code == 200, "the same invitation, once the card works"
+    assert team.stripe_quantity(subscription_id) == team.members() == 2
+
+
+def test_members_accepting_while_the_organizations_checkout_opens_each_get_a_paid_seat(team):
+    """Before: Checkout counted the members before the organisation's lock, so invitees accepting while it
+    opened joined unpaid (4 members for 900, 11 of 11 tries). Now the seats are read under the lock: an
+    accept either lands before (counted) or waits and finds the page open (409)."""
+    names = ("bob", "cy", "dee")
+    invitations = {}
+    for name in names:
+        team.person(name)
+        invitations[name] = team.invite(name)
+    start = Barrier(len(names) + 1)
+
+    def checkout():
+        start.wait()
+        return requests.post(f"{team.flow.base_url}{team.base}/subscription/checkout", headers=team.ada,
+                             json={"price": team.flow.prices["basic"], **URLS}, timeout=30)
+
+    def accept(name):
+        start.wait()
+        return requests.post(f"{team.flow.base_url}/organizations/invitations/accept", headers=team.headers[name],
+                             json={"token": team.token(invitations[name])}, timeout=30)
+
+    with ThreadPoolExecutor(len(names) + 1) as pool:
+        opened = pool.submit(checkout)
+        accepts = [pool.submit(accept, name) for name in names]
+        session = opened.result()
+        answers = [answer.result().status_code for answer in accepts]
+    assert session.status_code == 201, session.json()
+    assert set(answers) <= {200, 409}, answers
+    subscription_id = complete(team.flow, session.json()["id"])["subscription"]
+    team.flow.deliver()
+    assert team.stripe_quantity(subscription_id) == team.members(), "every member has a paid seat"
+    assert charged(team, subscription_id) == SEAT * team.members()
