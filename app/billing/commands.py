@@ -7,6 +7,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from app.billing import reconcile, seat_drift
+from app.billing.billing_mode_command import migrate_billing_mode_command
 from app.billing.provider import get_provider
 from app.cli import ServiceCommand
 from app.observability import metrics
@@ -42,4 +43,4 @@ def reconcile_command(dry_run):
     return result
 
 
-COMMANDS = (reconcile_command,)
+COMMANDS = (reconcile_command, migrate_billing_mode_command)

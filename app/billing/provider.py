@@ -8,11 +8,12 @@ from abc import abstractmethod
 
 from flask import current_app
 
+from app.billing.provider_billing_mode import BillingModeContract
 from app.billing.provider_checkout import CheckoutContract
 from app.billing.provider_meters import MeterContract
 
 
-class SubscriptionProvider(CheckoutContract, MeterContract):
+class SubscriptionProvider(CheckoutContract, MeterContract, BillingModeContract):
     """What the service needs from a payment provider. Every call may raise ``ProviderUnavailable``."""
 
     @abstractmethod

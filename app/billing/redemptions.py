@@ -1,20 +1,52 @@
-"""Which promotion codes a billable's subscriptions carried (``PromotionRedemption``): the database side of
-``promotions``, written by the subscription writer (``state``) and read before a code is accepted again.
-Rows outlive accounts: they are keyed by ``Billable.redeemer_keys`` (address hashes for a user)."""
+"""Which promotion codes were redeemed, and by whom (``PromotionRedemption``): the database side of
+``promotions``, written when a subscription takes a code and read before a code is accepted again.
+
+"Once" means once per person (CONTRACT "Additions (sixth round)" -> "Changes to the fifth round"): a
+redemption is kept under the billable's ``redeemer_keys``, every address of the person who acts (the
+bearer token's user, whichever billable they act for) and, where the card is known, the card's
+fingerprint (``card_key``). Rows outlive accounts and organisations: they hold only hashes.
+"""
+from flask import g, has_request_context
 from sqlalchemy import select
 
 from app.extensions import db
 from app.models import PromotionRedemption
-from app.models.account import address_hashes
+from app.models.account import address_hashes, address_sha256
 
 
-def remember(billable, promotion_code_id, provider_subscription):
-    """Record that a subscription of ``billable`` took the promotion code (an id), under each of its
-    ``redeemer_keys`` (for a user every address the account has had); ``promotions.resolve`` refuses it
-    after, also once the account is deleted and an address registered again (CONTRACT "Changes to the
-    fourth round")."""
+def acting_person():
+    """The user whose bearer token made this request (a read-only snapshot), or ``None`` outside one
+    (a webhook, the CLI): the person "once per person" counts, whether they act for themselves or an
+    organisation."""
+    return g.get("current_user") if has_request_context() else None
+
+
+def card_key(fingerprint):
+    """The key a card's redemptions are kept under (SHA-256 hex of its fingerprint), or ``None`` without one."""
+    return address_sha256(f"card:{fingerprint}") if fingerprint else None
+
+
+def person_keys(person):
+    """The keys a person's redemptions are kept under: every address they have had (``[]`` for ``None``)."""
+    return address_hashes(person) if person is not None else []
+
+
+def keys_of(billable, person=None, fingerprint=None):
+    """The billable's ``redeemer_keys``, then the keys of ``person`` and of the card ``fingerprint`` (when given)."""
+    return list(dict.fromkeys([*billable.redeemer_keys(), *person_keys(person),
+                               *filter(None, [card_key(fingerprint)])]))
+
+
+def remember(billable, promotion_code_id, provider_subscription, person=None, fingerprint=None):
+    """Record that a subscription of ``billable`` took the promotion code (an id), under ``keys_of`` them;
+    ``promotions.resolve`` refuses it after to the billable, the person and the card, also once an account
+    is deleted and an address registered again (CONTRACT "Changes to the fourth round").
+
+    ``person`` is the one who redeemed it (``acting_person()`` where a request redeems it), never
+    guessed here: the subscription writer records, in whatever request or webhook syncs it, the
+    billable's keys alone."""
     if promotion_code_id:
-        _record(billable.redeemer_keys(), promotion_code_id, provider_subscription)
+        _record(keys_of(billable, person, fingerprint), promotion_code_id, provider_subscription)
 
 
 def _record(redeemers, promotion_code_id, provider_subscription):
@@ -35,10 +67,25 @@ def carry_redemptions(user):
 
 
 def redeemed(billable, promotion_code_id):
-    """Whether any of ``billable``'s ``redeemer_keys`` took the code; a first subscription still unpaid
-    (``incomplete``, asked again with the same code) has redeemed nothing yet."""
-    taken = db.session.scalars(select(PromotionRedemption.provider_subscription).where(
-        PromotionRedemption.redeemer.in_(billable.redeemer_keys()),
-        PromotionRedemption.promotion_code == promotion_code_id)).all()
+    """Whether the billable or the acting person (``keys_of``) took the code; a first subscription of the
+    billable still unpaid (``incomplete``, asked again with the same code) has redeemed nothing yet."""
+    taken = _subscriptions_redeeming(keys_of(billable, acting_person()), promotion_code_id)
     unpaid = {s.provider_id for s in billable.subscriptions if s.provider_status == "incomplete"}
     return any(subscription not in unpaid for subscription in taken)
+
+
+def redeemed_elsewhere(billable, person, fingerprint, promotion_code_id):
+    """Whether ``person`` (a ``User`` or ``None``) or the card ``fingerprint`` took the code for a subscription
+    of another billable: what a Checkout completion learns only once the card is known. The billable's own
+    are left out: ``resolve`` checked them, and one payment attempt at a time leaves no other paid one."""
+    keys = [*person_keys(person), *filter(None, [card_key(fingerprint)])]
+    own = {s.provider_id for s in billable.subscriptions}
+    return any(subscription not in own for subscription in _subscriptions_redeeming(keys, promotion_code_id))
+
+
+def _subscriptions_redeeming(keys, promotion_code_id):
+    """The subscription ids (Stripe's) recorded under any of ``keys`` for the code."""
+    if not keys:
+        return []
+    return db.session.scalars(select(PromotionRedemption.provider_subscription).where(
+        PromotionRedemption.redeemer.in_(keys), PromotionRedemption.promotion_code == promotion_code_id)).all()

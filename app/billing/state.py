@@ -121,6 +121,7 @@ def apply_subscription(billable, obj, as_of):
         "pending_expires_at": from_timestamp(pending["expires_at"]) if pending else None,
         "test_clock": objects.ref_id(obj.get("test_clock")),
         "discount": discount if read else existing.discount if existing else None,
+        "billing_mode": (obj.get("billing_mode") or {}).get("type") or (existing.billing_mode if existing else None),
         "provider_created_at": from_timestamp(obj.get("created")),
         "provider_updated_at": max(as_of, existing.provider_updated_at) if existing else as_of,
     }

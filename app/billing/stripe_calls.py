@@ -18,11 +18,15 @@ from app.pagination import InvalidCursor
 
 log = logging.getLogger("app.billing.stripe_provider")
 
-# The billing mode of every subscription the service creates, named: at the pinned API version Stripe makes
-# one created without a mode ``flexible`` (https://docs.stripe.com/changelog/clover/2025-09-30/billing-mode-default-flexible),
-# whose credit prorations and usage billing differ (https://docs.stripe.com/billing/subscriptions/billing-mode/compare)
-# from what the swap previews and the usage plans were built on, and which the emulator does not model.
-BILLING_MODE = "classic"
+# The billing mode of every subscription the service creates, named though it is Stripe's default at the pinned
+# API version (https://docs.stripe.com/changelog/clover/2025-09-30/billing-mode-default-flexible): its credit
+# prorations are computed from the amounts actually debited, so a credit never exceeds what was paid
+# (https://docs.stripe.com/billing/subscriptions/billing-mode/compare; CONTRACT "Changes to the fifth round").
+BILLING_MODE = "flexible"
+
+# The client secrets a client confirms: the first invoice's payment, or a trial's SetupIntent.
+# Its discounts with their coupons: the row shows them (CONTRACT "Selling": Subscription ``discount``).
+SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret", "pending_setup_intent", "discounts.source.coupon"]
 
 
 def one_line(exc):

@@ -26,8 +26,10 @@ from app import jsonbody
 from app.billing import sync
 from app.billing.provider import SubscriptionProvider
 from app.billing.provider_errors import ChangeDeclined
+from app.billing.stripe_billing_mode import BillingModeCalls
 from app.billing.stripe_calls import (
     BILLING_MODE,
+    SUBSCRIPTION_EXPAND,
     client_values_refused,
     one_line,
     provider_call,
@@ -42,12 +44,7 @@ from app.errors import InvalidJson, InvalidSignature, UnknownPrice
 
 log = logging.getLogger(__name__)
 
-# The client secrets a client confirms: the first invoice's payment, or a trial's SetupIntent.
-# Its discounts with their coupons: the row shows them (CONTRACT "Selling": Subscription ``discount``).
-SUBSCRIPTION_EXPAND = ["latest_invoice.confirmation_secret", "pending_setup_intent", "discounts.source.coupon"]
-
-
-class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, SubscriptionProvider):
+class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, BillingModeCalls, SubscriptionProvider):
     def __init__(self, api_key, api_base=None, timeout=5, max_network_retries=1):
         """``timeout`` is per HTTP attempt, in seconds; ``api_base`` points the SDK at the emulator."""
         self._client = stripe.StripeClient(
@@ -168,6 +165,7 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, SubscriptionProvi
         return answer.to_dict()
 
     def update_subscription(self, subscription_id, params: SubscriptionUpdateParams, idempotency_key):
+        self._flexible_first(subscription_id)
         expanded: SubscriptionUpdateParams = {**params, "expand": SUBSCRIPTION_EXPAND}
         with provider_call("update subscription"), client_values_refused(params):
             try:
@@ -190,6 +188,8 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, SubscriptionProvi
         params: SubscriptionCancelParams = {"prorate": True} if prorate else {}
         if invoice_now:
             params["invoice_now"] = True
+        if prorate or invoice_now:  # what a cancellation credits; one without either credits nothing
+            self._flexible_first(subscription_id)
         with provider_call("cancel subscription"):
             answer = self._v1.subscriptions.cancel(
                 subscription_id, params=params, options={"idempotency_key": idempotency_key} if idempotency_key else {})
@@ -205,6 +205,8 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, SubscriptionProvi
             params["subscription_details"] = subscription_details
         if promotion_code:
             params["discounts"] = [{"promotion_code": promotion_code}]
+        if subscription_details:  # a change previewed as Stripe will make it: in flexible mode
+            self._flexible_first(subscription_id)
         with provider_call("preview invoice"), client_values_refused(subscription_details or {}):
             try:
                 return self._v1.invoices.create_preview(params=params).to_dict()
@@ -214,6 +216,7 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, SubscriptionProvi
                 raise
 
     def resume_subscription(self, subscription_id, idempotency_key):
+        self._flexible_first(subscription_id)
         with provider_call("resume subscription"):
             params: SubscriptionResumeParams = {"billing_cycle_anchor": {"type": "now"}, "expand": SUBSCRIPTION_EXPAND}
             answer = self._v1.subscriptions.resume(subscription_id, params=params,

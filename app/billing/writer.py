@@ -28,8 +28,8 @@ from app.timeutil import utcnow
 # and ``created_at`` are set once.
 SUBSCRIPTION_STATE = ("provider_status", "provider_price", "quantity", "default_payment_method",
                       "cancel_at_period_end", "current_period_end", "trial_ends_at", "ends_at", "pending_price",
-                      "pending_quantity", "pending_expires_at", "test_clock", "discount", "provider_created_at",
-                      "provider_updated_at", "updated_at")
+                      "pending_quantity", "pending_expires_at", "test_clock", "discount", "billing_mode",
+                      "provider_created_at", "provider_updated_at", "updated_at")
 _SUBSCRIPTION_INSERTED = ("user_id", "organization_id", "type", "provider_id", "created_at", *SUBSCRIPTION_STATE)
 ITEM_STATE = ("provider_product", "provider_price", "quantity", "updated_at")
 _ITEM_INSERTED = ("subscription_id", "provider_id", "created_at", *ITEM_STATE)

@@ -11,6 +11,7 @@ from app.models.subscription import (
     Subscription,
     SubscriptionItem,
     TrialFingerprint,
+    TrialRedeemer,
 )
 from app.models.token import AccessToken, RotatedToken
 from app.models.usage import ServiceKey, UsageEvent
@@ -19,6 +20,6 @@ from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
 __all__ = ["AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent",
            "IdempotencyKey", "Invitation", "Membership", "Notification", "NotificationDelivery", "Organization",
-           "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "SeatChange",
-           "ServiceKey", "Subscription", "SubscriptionItem", "TrialFingerprint", "UsageEvent", "User",
+           "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "SeatChange", "ServiceKey",
+           "Subscription", "SubscriptionItem", "TrialFingerprint", "TrialRedeemer", "UsageEvent", "User",
            "WebhookEvent"]

@@ -60,6 +60,9 @@ class Subscription(SubscriptionRules, db.Model):
     test_clock: Mapped[str | None] = mapped_column(String(255))
     # Stripe's first discount as ``objects.discount_of`` reads it: {"id", "coupon", "promotion_code", "end"}.
     discount: Mapped[dict | None] = mapped_column(JSON)
+    # Stripe's ``billing_mode.type``: ``classic`` is migrated to ``flexible`` before its next change (CONTRACT
+    # "Changes to the fifth round": credits never exceed what was paid); null until Stripe's answer names it.
+    billing_mode: Mapped[str | None] = mapped_column(String(16))
     provider_created_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -108,6 +111,21 @@ class TrialFingerprint(db.Model):
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
     fingerprint: Mapped[str] = mapped_column(String(255), unique=True)
+    provider_subscription: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class TrialRedeemer(db.Model):
+    """A person who started a subscription here, for themselves or for an organisation they act for:
+    ``redeemer`` is the SHA-256 of an address they had (one row per address). Their first subscription
+    was their trial's one chance, so no later one, whatever it pays for, is a trial (CONTRACT
+    "Additions (sixth round)": "Once per person" means per person). No foreign key: it outlives them."""
+
+    __tablename__ = "trial_redeemers"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
+    redeemer: Mapped[str] = mapped_column(String(64), unique=True)
     provider_subscription: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -15,6 +15,7 @@ from app.models import Notification, NotificationDelivery
 from app.notifications.channels import configured_channel_names
 from app.notifications.kinds import ACCOUNT_EMAILS
 from app.observability import metrics
+from app.pagination import newest_first
 
 _NOTIFIED = select(Notification.__table__.c.data).where(
     Notification.__table__.c.user_id.in_(bindparam("recipients", expanding=True)),
@@ -102,3 +103,13 @@ def announce_trial(billable, event_id, subscription, ended=False):
         return
     trial_end = int(subscription.trial_ends_at.timestamp()) if subscription.trial_ends_at else None
     notify(billable, event_id, kind, {"subscription": subscription.provider_id, "trial_end": trial_end})
+
+
+def list_notifications(user, limit=20, starting_after=None):
+    """Return ``(notifications, has_more)``: the user's notifications newest first, ``limit`` per page.
+
+    Account emails (verification, email change, reset) are outbox rows, not notices: never listed.
+    """
+    return newest_first(select(Notification).where(Notification.user_id == user.id,
+                                                   Notification.kind.not_in(ACCOUNT_EMAILS)),
+                        Notification.id, limit, starting_after)

@@ -65,7 +65,8 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
         live = provider.update_subscription(subscription.provider_id, params, provider_key(billable, action))
     except ChangeDeclined:
         raise PaymentRequired.declined() from None
-    redemptions.remember(billable, promotion_code, subscription.provider_id)
+    # Kept for the person who swapped too, whichever billable they act for (once per person).
+    redemptions.remember(billable, promotion_code, subscription.provider_id, redemptions.acting_person())
     row = current.write(billable, live)
     pending = objects.pending_update_of(live)
     # The answer may carry an older pending update (made in the portal, say); this change is refused

@@ -7,14 +7,12 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.auth import profile
-from app.billing import objects, plans, portal, redemptions, state
+from app.billing import objects, plans, portal, redemptions, state, trials
 from app.billing.provider import get_provider
 from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES, VALID_STATUSES
 from app.errors import AlreadySubscribed, UnknownPrice
 from app.extensions import db
-from app.models import Notification, Subscription
-from app.notifications.kinds import ACCOUNT_EMAILS
-from app.pagination import newest_first
+from app.models import Subscription
 from app.subscription import current
 from app.usage import plans as usage_plans
 
@@ -37,8 +35,8 @@ def ensure_customer(billable):
 
 def _open_subscription(billable):
     """Return the billable's newest subscription still awaiting its first payment, or ``None``."""
-    incomplete = [s for s in billable.subscriptions if s.provider_status == "incomplete"]
-    return max(incomplete, key=lambda s: s.id, default=None)
+    return max((s for s in billable.subscriptions if s.provider_status == "incomplete"), key=lambda s: s.id,
+               default=None)
 
 
 # The Checkout Sessions one request reads, newest first: each payment attempt started here expires the
@@ -47,6 +45,9 @@ def _open_subscription(billable):
 SESSIONS_READ = 1
 # The session's metadata key holding a hash of its terms: a request with the same terms gets that page again.
 TERMS = "terms"
+# The session's metadata key holding the id of the user who opened it: the person its completion records
+# the trial and the promotion code for (``app.listeners.commit_checkout``).
+PERSON = "person"
 
 
 def _cancel_open_subscription(billable, provider, pending):
@@ -129,8 +130,11 @@ def create_intent(billable, price, promotion_code=None):
                                         automatic_tax=current_app.config["PROVIDER_AUTOMATIC_TAX"], quantity=seats,
                                         metered=metered)
     subscription = state.apply_subscription(billable, live, state.live_as_of())
-    # Recorded now: a ``once`` discount is gone from the subscription after its first invoice.
-    redemptions.remember(billable, promotion_code, live["id"])
+    # Recorded now: a ``once`` discount is gone from the subscription after its first invoice. Kept for the
+    # person who asked too, whichever billable they act for (CONTRACT "Changes to the fifth round").
+    person = redemptions.acting_person()
+    redemptions.remember(billable, promotion_code, live["id"], person)
+    trials.remember_person(person, live["id"])
     plans.recompute_plan(billable)
     return subscription, objects.client_secret_of(live), True
 
@@ -191,7 +195,10 @@ def create_checkout(billable, line, urls, promotion_code=None):
         _cancel_open_subscription(billable, provider, pending)
     trial_days = _trial_days(billable, provider)
     automatic_tax = current_app.config["PROVIDER_AUTOMATIC_TAX"]
-    terms = hashlib.sha256(json.dumps([line, urls, trial_days, promotion_code, automatic_tax],
+    # The person is a term: the trial and the code were theirs to have, and their completion records them.
+    person = redemptions.acting_person()
+    opened_by = {PERSON: str(person.id)} if person is not None else {}
+    terms = hashlib.sha256(json.dumps([line, urls, trial_days, promotion_code, automatic_tax, opened_by],
                                       sort_keys=True).encode()).hexdigest()[:32]
     session = _close_checkout_sessions(billable, provider, keep=terms)
     if session is None:
@@ -200,7 +207,8 @@ def create_checkout(billable, line, urls, promotion_code=None):
         key = f"checkout-{billable.idempotency_token}-{uuid.uuid4().hex}"
         session = provider.create_checkout_session(ensure_customer(billable), line, urls, key, trial_days=trial_days,
                                                    promotion_code=promotion_code, metered=metered,
-                                                   automatic_tax=automatic_tax, metadata={TERMS: terms})
+                                                   automatic_tax=automatic_tax,
+                                                   metadata={TERMS: terms, **opened_by})
     return {"id": session["id"], "url": session["url"]}
 
 
@@ -212,12 +220,13 @@ def _promotion_of(subscription):
 def _trial_days(billable, provider):
     """``PROVIDER_TRIAL_DAYS`` for the billable's first subscription, else 0 (CONTRACT "Additions (third round)").
 
-    Any subscription before, in any status, rules a trial out: one stored here, or one Stripe has
-    for the customer and this database does not (made in the dashboard, or before a restore), or
-    one of a deleted account with the same address (CONTRACT "Accounts").
-    """
+    Any subscription before, in any status, rules a trial out: one stored here, one Stripe has for the
+    customer and this database does not (the dashboard's, or before a restore), one of a deleted account
+    with the same address (CONTRACT "Accounts"), or one the person asking started for any billable
+    (``trials.person_had_a_subscription``, CONTRACT "Changes to the fifth round")."""
     days = current_app.config["PROVIDER_TRIAL_DAYS"]
-    if not days or billable.subscriptions or profile.was_deleted_subscriber(billable):
+    if not days or billable.subscriptions or profile.was_deleted_subscriber(billable) \
+            or trials.person_had_a_subscription(redemptions.acting_person()):
         return 0
     return 0 if billable.provider_id and provider.has_subscriptions(billable.provider_id) else days
 
@@ -239,12 +248,3 @@ def portal_url(billable, return_url=None):
     configuration = portal.configuration_id(provider, plan_changes)
     return provider.create_portal_session(ensure_customer(billable), return_url, configuration)
 
-
-def list_notifications(user, limit=20, starting_after=None):
-    """Return ``(notifications, has_more)``: the user's notifications newest first, ``limit`` per page.
-
-    Account emails (verification, email change, reset) are outbox rows, not notices: never listed.
-    """
-    return newest_first(select(Notification).where(Notification.user_id == user.id,
-                                                   Notification.kind.not_in(ACCOUNT_EMAILS)),
-                        Notification.id, limit, starting_after)

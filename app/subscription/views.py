@@ -9,6 +9,7 @@ from app.billing import promotions
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.idempotency import idempotent
+from app.notifications import list_notifications
 from app.pagination import PageQuerySchema
 from app.subscription import management, service
 from app.subscription.billables import current_billable, resolved
@@ -194,5 +195,5 @@ def quantity(body):
 @blp.response(200, NotificationPageSchema)
 def notifications(query):
     """Return the user's lifecycle notifications, newest first; page with ``starting_after``."""
-    rows, has_more = service.list_notifications(g.current_user, **query)
+    rows, has_more = list_notifications(g.current_user, **query)
     return {"data": rows, "has_more": has_more}

@@ -81,11 +81,13 @@ def test_a_pending_update_made_near_the_renewal_expires_at_the_periods_end(strip
     (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): it never outlives the renewal."""
     sub = with_card(stripe_client, activate(stripe_client, customer, price), "pm_card_chargeDeclined")
     end = item_of(sub).current_period_end
-    emulator.advance(end - emulator.clock() - 3600)
+    # 22 hours before the end: the difference (76 cents) is above Stripe's 50-cent minimum charge, so it is charged
+    # (an hour before, 3 cents would go to the customer's balance, https://docs.stripe.com/billing/customer/balance).
+    emulator.advance(end - emulator.clock() - 22 * 3600)
     updated = swap(stripe_client, sub, price2, proration_behavior="always_invoice",
                    payment_behavior="pending_if_incomplete")
     assert updated.pending_update.expires_at == end
-    emulator.advance(3600)
+    emulator.advance(22 * 3600)
     renewed = stripe_client.v1.subscriptions.retrieve(sub.id)
     assert renewed.pending_update is None and item_of(renewed).price.id == price.id
     assert stripe_client.v1.invoices.retrieve(updated.latest_invoice.id).status == "void"

@@ -12,6 +12,19 @@ from . import cards, objects, tax
 # Retries of a failed renewal, each after the previous attempt (``subscriptions/dunning.py`` runs them).
 RETRY_DELAYS = (3 * 86400, 5 * 86400, 7 * 86400)
 
+# Stripe's minimum charge per currency, in minor units (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts).
+# "When the amount due on an invoice is less than the minimum chargeable amount the invoice is marked as paid
+# and the amount owed moved to the invoice balance as a debit" (https://docs.stripe.com/billing/customer/balance),
+# which the next invoice collects. A currency not listed here is charged whatever its amount.
+MINIMUM_CHARGE = {"usd": 50, "eur": 50, "gbp": 30, "cad": 50, "aud": 50, "nzd": 50, "sgd": 50, "chf": 50, "brl": 50,
+                  "inr": 50, "jpy": 50, "dkk": 250, "nok": 300, "sek": 300, "pln": 200, "ron": 200, "bgn": 100,
+                  "aed": 200, "myr": 200, "hkd": 400, "mxn": 1000, "thb": 1000, "czk": 1500, "huf": 17500}
+
+
+def below_minimum(inv: dict) -> bool:
+    """Whether ``inv`` is due something, but less than Stripe's minimum charge in its currency (see above)."""
+    return 0 < inv["amount_due"] < MINIMUM_CHARGE.get(inv["currency"], 0)
+
 
 def open_invoice(store: Store, sub: dict, reason: str, start: int, end: int,
                  lines: list[dict] | None = None) -> dict:
@@ -34,6 +47,9 @@ def finalize(store: Store, inv: dict) -> None:
     """Open the draft ``inv``: numbered, its PaymentIntent made when something is due, and the customer's
     balance moved to the invoice's ``ending_balance`` (``objects.apply_balance``)."""
     store.emit("invoice.created", inv)
+    below = below_minimum(inv)
+    if below:  # not charged: its amount is carried on the customer's balance, as a debit (see above)
+        inv["ending_balance"] = inv["amount_due"]
     cus = store.customers.get(inv["customer"]) or {}
     if cus and cus.get("balance", 0) != inv["ending_balance"]:
         before = public(cus)
@@ -48,7 +64,7 @@ def finalize(store: Store, inv: dict) -> None:
     inv["invoice_pdf"] = f"{store.base_url}/invoice/{inv['id']}/pdf"
     inv["status_transitions"]["finalized_at"] = store.now()
     inv["effective_at"] = store.now()
-    if inv["amount_due"] > 0:
+    if inv["amount_due"] > 0 and not below:
         pi = objects.payment_intent(store, inv)
         store.payment_intents[pi["id"]] = pi
         inv["_payment_intent"] = pi["id"]
@@ -57,11 +73,18 @@ def finalize(store: Store, inv: dict) -> None:
         store.emit("payment_intent.created", store.payment_intents[inv["_payment_intent"]])
 
 
+def nothing_to_charge(inv: dict) -> bool:
+    """Whether the finalized ``inv`` is paid without a charge: nothing due, or less than the minimum charge."""
+    return inv["_payment_intent"] is None
+
+
 def mark_paid(store: Store, inv: dict) -> None:
+    """``inv`` paid: by its PaymentIntent, or without a charge (``nothing_to_charge``: nothing paid)."""
     now = store.now()
-    inv.update(status="paid", amount_paid=inv["amount_due"], amount_remaining=0, attempted=True,
+    charged = not nothing_to_charge(inv)
+    inv.update(status="paid", amount_paid=inv["amount_due"] if charged else 0, amount_remaining=0, attempted=True,
                next_payment_attempt=None)
-    inv["attempt_count"] += 1 if inv["amount_due"] else 0
+    inv["attempt_count"] += 1 if charged else 0
     inv["status_transitions"]["paid_at"] = now
     store.emit("invoice.paid", inv)
     store.emit("invoice.payment_succeeded", inv)

@@ -49,7 +49,7 @@ def create_session(store: Store, params: dict) -> dict:
                                    prices[0]["currency"] if prices else None))
     subscription_rules.check_one_interval(prices)
     data = params.get("subscription_data") or {}
-    subscription_rules.check_billing_mode(data.get("billing_mode"), "subscription_data[billing_mode][type]")
+    subscription_rules.billing_mode(data.get("billing_mode"), "subscription_data[billing_mode][type]")
     subscription_rules.check_trial_days(data.get("trial_period_days"), "subscription_data[trial_period_days]", least=1)
     if params.get("discounts") and params.get("allow_promotion_codes"):
         raise StripeError(400, "You may only specify one of these parameters: allow_promotion_codes, discounts.",
@@ -127,7 +127,7 @@ def complete(store: Store, session: dict, pm_id: str, promotion_code: str | None
     _save_address(store, session, address)
     discounts = session["discounts"] or ([{"promotion_code": promotion_code}] if promotion_code else [])
     params = {"customer": session["customer"], "items": session["_line_items"], "default_payment_method": pm["id"],
-              "billing_mode": dict(data.get("billing_mode") or {}),  # refused unless classic (a store kept from before)
+              "billing_mode": dict(data.get("billing_mode") or {}),  # none: flexible, Stripe's default
               "payment_behavior": "error_if_incomplete", "metadata": dict(data.get("metadata") or {}),
               "payment_settings": {"save_default_payment_method": "on_subscription"}}
     if discounts:

@@ -30,7 +30,7 @@ def pay_invoice(store: Store, inv: dict, pm_id: str | None) -> dict:
     if pm is None:
         raise StripeError(400, "This customer has no attached payment source or default payment method.",
                           code="resource_missing")
-    if inv["amount_due"] == 0:
+    if invoicing.nothing_to_charge(inv):
         invoicing.mark_paid(store, inv)
         status = "succeeded"
     else:

@@ -82,9 +82,14 @@ def create_subscription(store: Store, params: dict) -> dict:
         trials.start_trial(store, sub, params, behavior)
     inv = invoicing.open_invoice(store, sub, "subscription_create", sub["start_date"],
                        periods.period_end(sub))
+    if sub["status"] == "incomplete" and (inv["amount_due"] == 0 or invoicing.below_minimum(inv)):
+        # Nothing to charge (a 100%-off code, an amount below the minimum charge): the first invoice is paid as it
+        # is finalized, so nothing waits for a payment ("incomplete" is "if the initial payment attempt fails",
+        # https://docs.stripe.com/api/subscriptions/object#subscription_object-status).
+        sub["status"] = "active"
     store.emit("customer.subscription.created", sub)
     invoicing.finalize(store, inv)
-    if inv["amount_due"] == 0:
+    if invoicing.nothing_to_charge(inv):
         invoicing.mark_paid(store, inv)
     elif needs_payment:
         invoicing.attempt(store, inv, charge_pm)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..core.lists import list_object
 from ..core.store import Store, StripeError, new_id, public
 from ..products.models import legacy_plan, metered
+from . import flexible, rules
 
 
 def subscription_item(store: Store, sub_id: str, p: dict, quantity: int | None,
@@ -31,7 +32,7 @@ def subscription(store: Store, customer_id: str, params: dict, now: int) -> dict
         "automatic_tax": {"disabled_reason": None,
                           "enabled": bool((params.get("automatic_tax") or {}).get("enabled")), "liability": None},
         "billing_cycle_anchor": now, "billing_cycle_anchor_config": None,
-        "billing_mode": {"flexible": None, "type": params["billing_mode"]["type"], "updated_at": now},
+        "billing_mode": flexible.mode_object(rules.billing_mode(params.get("billing_mode"), "billing_mode[type]"), now),
         "billing_thresholds": None,
         "cancel_at": None, "cancel_at_period_end": False, "canceled_at": None,
         "cancellation_details": {"comment": None, "feedback": None, "reason": None},

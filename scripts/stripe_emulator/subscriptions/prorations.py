@@ -2,7 +2,8 @@
 
 Stripe prorates a price or quantity change by the share of the current period left after the
 ``proration_date`` (https://docs.stripe.com/billing/subscriptions/prorations): a credit for the
-unused time on the old price and a charge for the remaining time on the new one. With
+unused time (``classic``: at the old price; ``flexible``: from what each debit of the period took,
+``flexible.py``) and a charge for the remaining time on the new one. With
 ``proration_behavior=always_invoice`` those lines are invoiced and charged at once; with
 ``create_prorations`` they wait for the next renewal invoice; ``none`` bills nothing. With
 ``payment_behavior=pending_if_incomplete`` a charge that fails leaves the change waiting
@@ -17,7 +18,7 @@ from ..billing import cards, discounts, invoicing, periods
 from ..billing.objects import invoice_line
 from ..core.store import Store, StripeError
 from ..products.models import subscribable
-from . import pending, usage
+from . import flexible, pending, usage
 from .objects import find_item
 
 PRORATION_BEHAVIORS = ("create_prorations", "none", "always_invoice")
@@ -76,14 +77,17 @@ def _net(store: Store, discount: dict | None, price: dict, quantity: int) -> int
     return full - discounts.amount(store, discount, full, price["currency"])
 
 
-def _unused_line(store: Store, sub: dict, item: dict, when: int, discount: dict | None = None) -> dict:
-    """The credit for the time left after ``when`` on the item's current price and quantity, at what the
-    ``discount`` in force until then made it."""
+def _unused_lines(store: Store, sub: dict, item: dict, when: int, discount: dict | None = None) -> list[dict]:
+    """The credit for the time left after ``when``: in ``classic`` mode one, on the item's current price and
+    quantity at what the ``discount`` in force until then made it; in ``flexible`` mode one per debit of the
+    period, from what it took (``flexible.credit_lines``)."""
     old = item["price"]
+    description = f"Unused time on {item['quantity']} × {old['id']} after {_day(when)}"
+    if flexible.is_flexible(sub):
+        return flexible.credit_lines(store, sub, item, when, description)
     credit = -round(_net(store, discount, old, item["quantity"]) * _share_left(sub, when))
-    return invoice_line(
-        sub["id"], item["id"], old, item["quantity"], credit, when, periods.period_end(sub),
-        f"Unused time on {item['quantity']} × {old['id']} after {_day(when)}", proration=True)
+    return [invoice_line(sub["id"], item["id"], old, item["quantity"], credit, when, periods.period_end(sub),
+                         description, proration=True)]
 
 
 def proration_lines(store: Store, sub: dict, planned: list, when: int, before: list | None = None,
@@ -104,7 +108,7 @@ def proration_lines(store: Store, sub: dict, planned: list, when: int, before: l
     new_discount = discounts.current(store, sub["discounts"] if after is None else after, when)
     lines = []
     for item, price, quantity in planned:
-        lines.append(_included(_unused_line(store, sub, item, when, old_discount), old_discount))
+        lines += [_included(line, old_discount) for line in _unused_lines(store, sub, item, when, old_discount)]
         lines.append(_included(invoice_line(
             sub["id"], item["id"], price, quantity, round(_net(store, new_discount, price, quantity) * share),
             when, end, f"Remaining time on {quantity} × {price['id']} after {_day(when)}", proration=True),
@@ -125,7 +129,7 @@ def _invoice_and_charge(store: Store, sub: dict, lines: list, start: int, end: i
     """Invoice ``lines`` (``billing_reason`` ``subscription_update``) and charge it off-session."""
     inv = invoicing.open_invoice(store, sub, "subscription_update", start, end, lines=lines)
     invoicing.finalize(store, inv)
-    if inv["amount_due"] == 0:
+    if invoicing.nothing_to_charge(inv):
         invoicing.mark_paid(store, inv)
         return inv, "succeeded"
     return inv, invoicing.attempt(store, inv, cards.paying_method(store, sub))
@@ -158,8 +162,8 @@ def restart_lines(store: Store, sub: dict, planned: list, when: int, behavior: s
     if sub["status"] == "trialing" or all(_interval(price) == _interval(item["price"]) for item, price, _ in planned):
         return None
     old_discount = discounts.current(store, sub["discounts"] if before is None else before, when)
-    credits = [] if behavior == "none" else [_unused_line(store, sub, item, when, old_discount)
-                                              for item, _, _ in planned]
+    credits = [] if behavior == "none" else [line for item, _, _ in planned
+                                              for line in _unused_lines(store, sub, item, when, old_discount)]
     changed = {item["id"]: (price, quantity) for item, price, quantity in planned}
     terms = [(item, *changed.get(item["id"], (item["price"], item["quantity"]))) for item in sub["items"]["data"]
              if "quantity" in item]  # a metered item is billed in arrears, not for a period ahead
@@ -235,8 +239,8 @@ def cancel_prorations(store: Store, sub: dict, prorate: bool, invoice_now: bool)
     lines, now = take_prorations(sub), store.now()
     if prorate and sub["status"] != "trialing":  # a trial's unused time cost nothing
         discount = discounts.current(store, sub["discounts"], now)
-        lines += [_unused_line(store, sub, item, now, discount) for item in sub["items"]["data"]
-                  if "quantity" in item]
+        lines += [line for item in sub["items"]["data"] if "quantity" in item
+                  for line in _unused_lines(store, sub, item, now, discount)]
     if invoice_now:  # events of the cancellation's own second are before it (timestamps are whole seconds)
         lines += usage.usage_lines(store, sub, periods.period_start(sub), now + 1)
     if not invoice_now or not lines:

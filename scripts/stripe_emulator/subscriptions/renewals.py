@@ -67,7 +67,7 @@ def renew(store: Store, sub: dict) -> None:
     inv["period_start"], inv["period_end"] = old_start, start
     store.emit("customer.subscription.updated", sub, before)
     invoicing.finalize(store, inv)
-    if inv["amount_due"] == 0:
+    if invoicing.nothing_to_charge(inv):
         invoicing.mark_paid(store, inv)
         return
     pm = cards.paying_method(store, sub)
@@ -112,7 +112,7 @@ def _start_period_now(store: Store, sub: dict) -> None:
     inv = invoicing.open_invoice(store, sub, "subscription_cycle", now, end)
     invoicing.finalize(store, inv)
     pm = cards.paying_method(store, sub)
-    if inv["amount_due"] == 0:
+    if invoicing.nothing_to_charge(inv):
         invoicing.mark_paid(store, inv)
         paid = True
     else:

@@ -8,7 +8,7 @@ from ..core.expand import render
 from ..core.http import endpoint
 from ..core.lists import newest_first, paginate, strip_data
 from ..core.store import StripeError
-from . import models, prorations, renewals, trials
+from . import flexible, models, prorations, renewals, trials
 
 bp = Blueprint("stripe_subscriptions", __name__)
 
@@ -69,6 +69,13 @@ def update_subscription(st, params, sub_id):
 def resume_subscription(st, params, sub_id):
     """A paused subscription starts a new period now, charged at once; see ``renewals.resume``."""
     return render(st, renewals.resume(st, st.get("subscriptions", sub_id), params), params.get("expand"))
+
+
+@bp.post("/v1/subscriptions/<sub_id>/migrate")
+@endpoint()
+def migrate_subscription(st, params, sub_id):
+    """Move a ``classic`` subscription to ``flexible`` billing mode; see ``flexible.migrate``."""
+    return render(st, flexible.migrate(st, st.get("subscriptions", sub_id), params), params.get("expand"))
 
 
 @bp.delete("/v1/subscriptions/<sub_id>")

@@ -14,16 +14,14 @@ Checked before anything changes, in the subscription's own time (its customer's 
 - ``payment_behavior=pending_if_incomplete`` is for updates only: "You can use pending updates with the
   update subscription, create subscription item, and update subscription item calls"
   (https://docs.stripe.com/billing/subscriptions/pending-updates).
-- ``billing_mode``: since 2025-09-30.clover a subscription created without one is ``flexible``
-  (https://docs.stripe.com/changelog/clover/2025-09-30/billing-mode-default-flexible), whose credit
-  prorations, discounts in prorations and usage billing differ from ``classic``
-  (https://docs.stripe.com/billing/subscriptions/billing-mode/compare). The emulator models ``classic``
-  only: any other mode, the default included, is refused as ``parameter_unsupported`` rather than
-  answered as classic. Checkout's ``subscription_data.billing_mode`` likewise.
+- ``billing_mode[type]``: ``classic`` or ``flexible``; since 2025-09-30.clover a subscription created without
+  one is ``flexible`` (https://docs.stripe.com/changelog/clover/2025-09-30/billing-mode-default-flexible).
+  Their credit prorations differ (``flexible.py``). Checkout's ``subscription_data.billing_mode`` likewise.
 - a trial: at most two years ("Can be at most two years from ``billing_cycle_anchor``", the SDK's
   ``trial_end``), so ``trial_period_days`` at most 730; Checkout's at least 1 ("Has to be at least 1").
 - ``classic`` items share one interval: "Currency and interval fields must match across all plans on
   this subscription" (mixed intervals need flexible, https://docs.stripe.com/billing/subscriptions/mixed-interval).
+  The emulator keeps one period per subscription, so it refuses mixed intervals in ``flexible`` mode too.
 """
 
 from __future__ import annotations
@@ -40,18 +38,18 @@ def check_create(store: Store, params: dict) -> None:
     if params.get("payment_behavior") == "pending_if_incomplete":
         raise StripeError(400, "payment_behavior=pending_if_incomplete can only be used when updating "
                           "a subscription.", param="payment_behavior")
-    check_billing_mode(params.get("billing_mode"), "billing_mode[type]")
+    billing_mode(params.get("billing_mode"), "billing_mode[type]")
     check_trial_days(params.get("trial_period_days"), "trial_period_days", least=0)
     _check_prices(store, [entry.get("price") for entry in params.get("items") or []])
     _check_times(store, params)
 
 
-def check_billing_mode(mode: dict | None, param: str) -> None:
-    """Refuse a billing mode other than ``classic``, the default (``flexible``) included (see above)."""
-    if (mode or {}).get("type") != "classic":
-        raise StripeError(400, "The emulator models billing_mode[type]=classic only; without it Stripe makes the "
-                          "subscription flexible, whose prorations and usage billing it does not model "
-                          "(scripts/stripe_emulator/README.md).", code="parameter_unsupported", param=param)
+def billing_mode(mode: dict | None, param: str) -> str:
+    """The billing mode asked for: ``flexible`` by default; 400 for a type Stripe does not know (see above)."""
+    chosen = (mode or {}).get("type") or "flexible"
+    if chosen not in ("classic", "flexible"):
+        raise StripeError(400, f"Invalid {param}: must be one of classic, flexible", param=param)
+    return chosen
 
 
 def check_trial_days(days: int | None, param: str, least: int) -> None:

@@ -126,6 +126,7 @@ _TABLE: dict[tuple[str, str], tuple[str, ...]] = {
         "expand"),
     ("DELETE", "/v1/subscriptions/<sub_id>"): ("prorate", "invoice_now", "cancellation_details", "expand"),
     ("POST", "/v1/subscriptions/<sub_id>/resume"): ("billing_cycle_anchor", "expand"),
+    ("POST", "/v1/subscriptions/<sub_id>/migrate"): ("billing_mode.type", "expand"),
     ("POST", "/v1/test_helpers/test_clocks"): ("frozen_time", "name", "expand"),
     ("GET", "/v1/test_helpers/test_clocks"): LIST,
     ("GET", "/v1/test_helpers/test_clocks/<clock_id>"): ("expand",),
