@@ -110,20 +110,25 @@ def register_provider(app):
 
 def register_blueprints(app):
     from app import auth, health, organizations, subscription, usage, webhook
+    from app.entitlements import views as entitlements
     from app.observability import views as observability
 
-    for feature in (auth, subscription, organizations, usage, webhook, health, observability):
+    for feature in (auth, subscription, organizations, usage, entitlements, webhook, health, observability):
         api.register_blueprint(feature.blp)
 
 
 def register_listeners(app):
     # Importing connects the module-level receivers to webhook_handled (blinker holds them weakly,
     # so they must live at module level).
+    # And quota_consumed's: a metered quota's units go to the usage ledger, thresholds crossed are told.
+    from app.entitlements import alerts, metering  # noqa: F401
     from app.listeners import (  # noqa: F401
         admit_seats,
         commit_checkout,
         commit_payment_method,
         commit_plan,
+        commit_schedule,
+        commit_stripe_features,
         refresh_catalog,
         send_receipt,
     )

@@ -14,12 +14,15 @@ from sqlalchemy import or_, select
 
 from app.auth import expiry, service
 from app.auth.schemas import RegisterSchema
+from app.billing import reconcile
 from app.billing.commands import COMMANDS as BILLING_COMMANDS
+from app.billing.commands import not_synced
 from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
 from app.cli import ServiceAppGroup, ServiceCommand, one_line_failures
+from app.entitlements.commands import COMMANDS as ENTITLEMENT_COMMANDS
 from app.extensions import db
-from app.models import User
+from app.models import Organization, User
 from app.notifications.commands import deliver_notifications_command
 from app.usage.commands import COMMANDS as USAGE_COMMANDS
 from app.webhook.commands import COMMANDS as WEBHOOK_COMMANDS
@@ -64,10 +67,8 @@ def _commit_batch(bar, count):
         bar.update(count)
 
 
-def _users(keys, every):
-    """``(user ids, the keys that name nobody)``: every user with a customer for ``every``, else each key's user."""
-    if every:
-        return db.session.scalars(select(User.id).where(User.provider_id.is_not(None)).order_by(User.id)).all(), []
+def _users(keys):
+    """``(the ids of the users ``keys`` name, the keys that name nobody)``: each key an email or a user id."""
     ids, unknown = [], []
     for key in keys:
         match = User.email == service.normalise_email(key)
@@ -81,39 +82,61 @@ def _users(keys, every):
     return ids, unknown
 
 
+def _sync(billables, length, summary=False):
+    """Sync ``billables`` (an iterable of ``length`` users and organisations) in one loop, each committed alone
+    (``reconcile.sync_each``); echo a line each and, with ``summary``, the counts of each kind. Return the
+    one-line failure when any could not be synced, else ``None``."""
+    # The bar goes to a terminal only; the lines below come once it is done.
+    progress = click.progressbar(length=length, label="syncing", file=sys.stderr) if sys.stderr.isatty() \
+        else nullcontext()
+    with progress as bar:
+        result = reconcile.sync_each(get_provider(), billables, on_billable=bar and (lambda _: bar.update(1)))
+    for name, synced in result.synced:
+        click.echo(f"{name}: {synced.change_text()}")
+    for name, exc in result.failures:
+        click.echo(f"{name}: FAILED ({exc.__class__.__name__}: {exc})")
+    if summary:
+        click.echo(result.summary())
+    return not_synced(result.users.failed, result.organizations.failed) if result.failed else None
+
+
+def _fail_on(*problems):
+    """End the command in one line naming every problem found, if any (the others were synced all the same)."""
+    problems = [problem for problem in problems if problem]
+    if problems:
+        raise click.ClickException("; ".join(problems))
+
+
 @click.command("sync-user", cls=ServiceCommand)
 @click.argument("keys", nargs=-1, metavar="EMAIL_OR_ID...")
-@click.option("--all", "every", is_flag=True, help="Every user with a provider customer.")
+@click.option("--all", "every", is_flag=True, help="Every user and organisation with a provider customer.")
 @with_appcontext
 def sync_user_command(keys, every):
-    """Pull users' live billing state from the provider and commit it as a webhook would."""
+    """Pull users' (with --all, organisations' too) live billing state from the provider and commit it as a
+    webhook would."""
     if keys and every:
         raise click.UsageError("name EMAIL_OR_IDs or pass --all, not both")
     if not keys and not every:
         raise click.UsageError("name at least one EMAIL_OR_ID, or pass --all")
-    provider, failed = get_provider(), 0
-    # The bar goes to a terminal only; a line printed on the bar's terminal starts below the bar.
-    on_terminal = sys.stderr.isatty()
-    start = "\n" if on_terminal and sys.stdout.isatty() else ""
-    ids, unknown = _users(keys, every)
-    progress = click.progressbar(ids, label="syncing", file=sys.stderr) if on_terminal else nullcontext(ids)
-    with progress as user_ids:
-        for user_id in user_ids:
-            user = db.session.get(User, user_id)
-            try:
-                result = provider.sync(user)
-                db.session.commit()
-            except Exception as exc:  # one user's failure must not stop the others
-                db.session.rollback()
-                failed += 1
-                click.echo(f"{start}{user.email}: FAILED ({exc.__class__.__name__}: {exc})")
-                continue
-            click.echo(f"{start}{result.email}: {result.change_text()}")
-    problems = [f"no user with email or id {', '.join(map(repr, unknown))}"] if unknown else []
-    if failed:
-        problems.append(f"{failed} user(s) could not be synced")
-    if problems:  # the others were synced all the same
-        raise click.ClickException("; ".join(problems))
+    if every:
+        queries = reconcile.every_customer()
+        _fail_on(_sync(reconcile.each_billable(queries), reconcile.count(queries), summary=True))
+        return
+    ids, unknown = _users(keys)
+    failed = _sync((db.session.get(User, user_id) for user_id in ids), len(ids))
+    _fail_on(unknown and f"no user with email or id {', '.join(map(repr, unknown))}", failed)
+
+
+@click.command("sync-org", cls=ServiceCommand)
+@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@with_appcontext
+def sync_org_command(ids):
+    """Pull organisations' live billing state from the provider and commit it as a webhook would."""
+    known = set(db.session.scalars(select(Organization.id).where(Organization.id.in_(ids))))
+    unknown = [organization_id for organization_id in ids if organization_id not in known]
+    named = [organization_id for organization_id in dict.fromkeys(ids) if organization_id in known]
+    failed = _sync((db.session.get(Organization, organization_id) for organization_id in named), len(named))
+    _fail_on(unknown and f"no organisation with id {', '.join(map(repr, unknown))}", failed)
 
 
 @click.command("check-webhook", cls=ServiceCommand)
@@ -135,8 +158,9 @@ def check_webhook_command(url):
         raise click.ClickException("no endpoint sends every event type the service needs")
 
 
-COMMANDS = (create_user_command, prune_tokens_command, sync_user_command, check_webhook_command,
-            deliver_notifications_command, *BILLING_COMMANDS, *WEBHOOK_COMMANDS, *USAGE_COMMANDS)
+COMMANDS = (create_user_command, prune_tokens_command, sync_user_command, sync_org_command, check_webhook_command,
+            deliver_notifications_command, *BILLING_COMMANDS, *WEBHOOK_COMMANDS, *USAGE_COMMANDS,
+            *ENTITLEMENT_COMMANDS)
 
 
 def register_commands(app):

@@ -6,6 +6,7 @@ from limits import parse
 from app.billing.call_costs import MOST_PROVIDER_CALLS
 from app.config_sections import (
     check_accounts,
+    check_entitlements,
     check_notification_channels,
     check_selling,
     check_usage,
@@ -95,6 +96,9 @@ DEFAULTS = {
     "APP_URL_ACCEPT_INVITATION": "http://localhost:3000/invitations/accept?token={token}",
     "ORGANIZATION_INVITATION_TTL": "10080",
     "ORGANIZATION_INVITATION_RATE_LIMIT": "50 per day",
+    # Per person, across organisations (CONTRACT "Changes to the fifth round"): invitations sent, organisations made.
+    "USER_INVITATION_RATE_LIMIT": "50 per day",
+    "ORGANIZATION_CREATE_RATE_LIMIT": "10 per day",
     # Money safety at the edges (CONTRACT "Changes to the fourth round"): see ``check_selling``.
     "PROVIDER_PORTAL_CONFIGURATION": "",
     "PROVIDER_PORTAL_PLAN_CHANGES": "",
@@ -102,6 +106,9 @@ DEFAULTS = {
     "USAGE_DELIVERY_RATE": "500",
     "USAGE_RETENTION_DAYS": "35",
     "USAGE_READY_MAX_AGE": "0",
+    # Entitlements (CONTRACT "Additions (sixth round)"): see ``check_entitlements``.
+    "PLAN_FEATURES": "{}",
+    "ENTITLEMENT_ALERT_THRESHOLDS": "80,100",
 }
 
 
@@ -115,7 +122,7 @@ PRORATIONS = ("create_prorations", "none")
 
 # Limits a limits-library string configures; one that does not parse is refused at start-up.
 RATE_LIMITS = ("AUTH_LOGIN_RATE_LIMIT", "AUTH_REGISTER_RATE_LIMIT", "PROVIDER_CALLS_RATE_LIMIT",
-               "ORGANIZATION_INVITATION_RATE_LIMIT")
+               "ORGANIZATION_INVITATION_RATE_LIMIT", "USER_INVITATION_RATE_LIMIT", "ORGANIZATION_CREATE_RATE_LIMIT")
 
 
 # API key prefixes of Stripe's live mode (secret and restricted keys).
@@ -189,6 +196,7 @@ def validate(config):
     check_accounts(config)
     check_selling(config)
     check_usage(config)
+    check_entitlements(config)
 
 
 def _livemode_of(config):

@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 from limits import parse_many
 
 from app.config_values import ConfigError, flag, int_or_none, webhook_secret
+from app.entitlements.plan_features import alert_thresholds, plan_features
 
 # Stripe takes a meter event up to 35 days after its timestamp: an identifier kept less long could
 # be received, and billed, twice (https://docs.stripe.com/api/billing/meter-event/create).
@@ -21,6 +22,14 @@ def check_usage(config):
                           "kept less long than Stripe's 35-day window could be billed twice")
     if config["USAGE_READY_MAX_AGE"] < 0:
         raise ConfigError("USAGE_READY_MAX_AGE must be 0 (no readiness check) or a number of seconds")
+
+
+def check_entitlements(config):
+    """``PLAN_FEATURES`` (``{plan: {feature: spec}}``, plans of ``PROVIDER_PLANS`` or ``FREE_PLAN``) and
+    ``ENTITLEMENT_ALERT_THRESHOLDS`` (a sorted tuple of percentages); after ``PROVIDER_PLANS`` and ``FREE_PLAN``."""
+    plans = {*config["PROVIDER_PLANS"].values(), str(config["FREE_PLAN"]).strip()}
+    config["PLAN_FEATURES"] = plan_features(config["PLAN_FEATURES"], plans)
+    config["ENTITLEMENT_ALERT_THRESHOLDS"] = alert_thresholds(config["ENTITLEMENT_ALERT_THRESHOLDS"])
 
 
 def check_accounts(config):

@@ -12,3 +12,10 @@ from blinker import Namespace
 _signals = Namespace()
 
 webhook_handled = _signals.signal("webhook-handled")
+
+# Sent after a consume (or a reservation's settle) took units of a quota, inside its transaction
+# (CONTRACT "Entitlements"), with ``billable``, ``feature`` (its name), ``spec`` (the plan's spec of the
+# quota: ``limit``, ``meter``, ``overage``; ``period`` and ``reset_at`` on a consume), ``amount`` and
+# ``identifier`` (the consume's, or the reservation's with ``reservation=True``) and ``balance_id`` (the
+# ledger row it took from): where metering (``app.entitlements.metering``) and alerts (``.alerts``) hook in.
+quota_consumed = _signals.signal("quota-consumed")

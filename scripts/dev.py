@@ -49,10 +49,12 @@ METERED_PLANS = (("api", "api_tokens", 1),)
 # Settings of the local stack beyond the provider's: remember-me is on so that the README's curl
 # session (login with "remember_me": true) gets its 30-day token, and a first subscription is a
 # 14-day free trial, as ``make demo`` shows. ``make demo`` runs run after run from one address: each
-# opens six accounts and asks one password reset, past the defaults' 20 and 5 an hour by its fourth.
+# opens six accounts and asks one password reset, past the defaults' 20 and 5 an hour by its fourth; and
+# its one user's story charges each request its endpoint's dearest Stripe path (``call_costs``), past the
+# default 60 a minute in seconds on the local emulator.
 SETTINGS = {"AUTH_REMEMBER_ME": "true", "PROVIDER_TRIAL_DAYS": "14", "PROVIDER_AUTOMATIC_TAX": "true",
             "AUTH_REGISTER_RATE_LIMIT": "300 per hour", "AUTH_PASSWORD_RESET_RATE_LIMIT": "50 per hour",
-            "FLASK_APP": "wsgi"}
+            "PROVIDER_CALLS_RATE_LIMIT": "600 per minute", "FLASK_APP": "wsgi"}
 
 
 def wait_for(url, seconds=20):

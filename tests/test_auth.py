@@ -11,6 +11,7 @@ from app.db_session import autocommit_engine
 from app.extensions import db
 from app.models import AccessToken, Subscription, User
 from tests.conftest import PASSWORD, bearer, login, register
+from tests.test_organizations import verify
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 
@@ -150,6 +151,7 @@ def test_an_authenticated_read_is_one_statement_with_the_plan_from_every_subscri
     statements, me = statements_of_me()
     assert len(statements) == 1 and "personal_access_tokens" in statements[0]
     assert me["plan"] == "pro" and me["subscription"]["id"] == "sub_new" and me["organizations"] == []
+    verify(app, user["email"])
     assert client.post("/organizations", json={"name": "Acme"}, headers=auth_headers).status_code == 201
     statements, me = statements_of_me()
     assert len(statements) == 2 and "organization_members" in statements[1]

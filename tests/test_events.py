@@ -24,7 +24,8 @@ CUSTOMER = "cus_00000000000000"
 # Products, prices and Checkout Sessions have no real event among the fixtures either; the session
 # names no subscription (one not paid yet), so no listener calls the provider.
 CARRIERS = {"subscription": "02", "invoice": "17", "customer": "16", "setup_intent": "02", "product": "02",
-            "price": "02", "checkout.session": "02", "tax_id": "02"}
+            "price": "02", "checkout.session": "02", "tax_id": "02", "entitlements.active_entitlement_summary": "02",
+            "subscription_schedule": "02"}
 
 
 def carrier(kind, **changes):
@@ -37,6 +38,13 @@ def carrier(kind, **changes):
         event["data"]["object"] = {**openapi_example(kind), "customer": CUSTOMER}
     if kind == "checkout.session":
         event["data"]["object"] = {**openapi_example(kind), "customer": CUSTOMER, "subscription": None}
+    if kind == "subscription_schedule":  # of no subscription stored here: nothing to read from the provider
+        event["data"]["object"] = {**openapi_example(kind), "customer": CUSTOMER}
+    if kind == "entitlements.active_entitlement_summary":
+        # Its whole list (has_more false): nothing is read from the provider.
+        example = openapi_example(kind)
+        event["data"]["object"] = {**example, "customer": CUSTOMER,
+                                   "entitlements": {**example["entitlements"], "has_more": False}}
     return event
 
 

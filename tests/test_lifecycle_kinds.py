@@ -170,9 +170,11 @@ def test_a_renewal_moving_the_period_on_the_items_is_no_plan_change(app, client,
 def test_the_openapi_document_names_every_kind_of_the_contract(client):
     kind = client.get("/openapi.json").json["components"]["schemas"]["Notification"]["properties"]["kind"]
     assert kind["enum"] == ["subscribed", "cancellation_scheduled", "cancellation_withdrawn", "plan_changed",
-                            "subscription_ended", "payment_failed", "past_due", "payment_recovered",
+                            "subscription_ended", "plan_change_scheduled", "plan_change_withdrawn",
+                            "payment_failed", "past_due", "payment_recovered",
                             "trial_will_end", "card_expiring", "swap_payment_failed", "quantity_changed",
                             "trial_started", "password_changed", "email_change_requested",
                             "payment_succeeded", "member_joined", "invitation_accepted", "member_removed",
-                            "ownership_transferred", "organization_deleted", "member_left"]
+                            "ownership_transferred", "organization_deleted", "quota_warning", "quota_reached",
+                            "member_left"]
     assert "hosted_invoice_url" in kind["description"] and "customer.subscription.trial_will_end" in kind["description"]

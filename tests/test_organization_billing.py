@@ -15,6 +15,7 @@ from app.models import Membership, Organization, User
 from app.timeutil import utcnow
 from tests.conftest import PASSWORD, bearer, login, register
 from tests.test_billing_flow import start_flow
+from tests.test_organizations import verify
 
 SEAT = 900  # the basic price, minor units a seat a month
 
@@ -30,6 +31,7 @@ class Team:
     def __init__(self, flow):
         self.flow, self.client, self.app = flow, flow.client, flow.app
         self.ada = flow.headers
+        verify(self.app, "ada@example.com")
         self.org = self.client.post("/organizations", json={"name": "Acme"}, headers=self.ada).json["id"]
         self.base = f"/organizations/{self.org}"
         self.headers = {}

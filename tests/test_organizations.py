@@ -1,14 +1,26 @@
 """Organisations, members, roles, transfer and deletion (CONTRACT "Organisations"), through HTTP."""
 import pytest
+from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Membership, Organization
+from app.models import Membership, Organization, User
+from app.timeutil import utcnow
 from tests.conftest import PASSWORD, bearer, login, register
 
 
-def account(client, email):
+def account(client, email, verified=True):
+    """A registered, logged-in user (its address verified, as inviting and creating an organisation need)."""
     register(client, email=email, name=email.split("@")[0])
+    if verified:
+        verify(client.application, email)
     return bearer(login(client, email=email))
+
+
+def verify(app, email):
+    """Mark ``email``'s account verified, as its emailed link would (tests/test_accounts.py covers the link)."""
+    with app.app_context():
+        db.session.scalars(select(User).where(User.email == email)).one().email_verified_at = utcnow()
+        db.session.commit()
 
 
 def user_id(client, headers):

@@ -97,13 +97,15 @@ def test_reconcile_repairs_every_drifted_user_and_reports_the_counts(provider):
         assert dry.exit_code == 0, dry.output
         # The healthy one drifted too: its renewal's webhooks never came, so its stored period end is
         # a month old (sync compares every stored field, issue 14 item 8).
-        assert summary(dry) == "checked 4, drifted 4, fixed 0, failed 0 (dry run: nothing written)"
+        assert summary(dry) == ("users: checked 4, drifted 4, fixed 0, failed 0; "
+                                "organisations: checked 0, drifted 0, fixed 0, failed 0 (dry run: nothing written)")
         assert states(app) == before
         assert provider.default_payment_method(paid_unseen) is None  # no write at the provider either
 
         fixed = runner.invoke(args=["reconcile"])
         assert fixed.exit_code == 0, fixed.output
-        assert summary(fixed) == "checked 4, drifted 4, fixed 4, failed 0"
+        assert summary(fixed) == ("users: checked 4, drifted 4, fixed 4, failed 0; "
+                                  "organisations: checked 0, drifted 0, fixed 0, failed 0")
         lines = fixed.stdout.splitlines()
         assert [line.split(":")[0] for line in lines[:-1]] == [
             "paid@example.com", "ended@example.com", "swapped@example.com", "healthy@example.com"]
@@ -117,7 +119,8 @@ def test_reconcile_repairs_every_drifted_user_and_reports_the_counts(provider):
         assert provider.default_payment_method(paid_unseen) is not None
 
         again = runner.invoke(args=["reconcile"])
-        assert again.exit_code == 0 and summary(again) == "checked 0, drifted 0, fixed 0, failed 0"
+        assert again.exit_code == 0 and summary(again) == ("users: checked 0, drifted 0, fixed 0, failed 0; "
+                                                          "organisations: checked 0, drifted 0, fixed 0, failed 0")
 
 
 def test_one_user_failing_does_not_stop_the_others_and_exits_non_zero(provider):
@@ -132,7 +135,7 @@ def test_one_user_failing_does_not_stop_the_others_and_exits_non_zero(provider):
     provider.emulator.clear_faults()
     assert result.exit_code == 1
     assert "first@example.com: FAILED (ProviderUnavailable" in result.stdout
-    assert "checked 2, drifted 1, fixed 1, failed 1" in result.stdout
+    assert "users: checked 2, drifted 1, fixed 1, failed 1" in result.stdout
     assert "1 user(s) could not be synced" in result.output
     assert [state[1][0][0] for state in states(app).values()] == ["incomplete", "active"]
 

@@ -157,3 +157,15 @@ def test_members_accepting_while_the_organizations_checkout_opens_each_get_a_pai
     team.flow.deliver()
     assert team.stripe_quantity(subscription_id) == team.members(), "every member has a paid seat"
     assert charged(team, subscription_id) == SEAT * team.members()
+
+
+def test_reconcile_leaves_a_held_seat_to_stripe(team):
+    """While Stripe holds the declined seat's pending update, the members plus the held seat are not drift:
+    setting the quantity then would give the seat for nothing (``proration_behavior=none``)."""
+    subscription_id, _, invoice = declined_seat(team, "cy")
+    reconciled = team.app.test_cli_runner().invoke(args=["reconcile"])
+    assert reconciled.exit_code == 0 and "seats 1 -> 2" not in reconciled.output, reconciled.output
+    assert team.stripe_quantity(subscription_id) == 1 and team.members() == 1
+    pay_on_stripes_page(invoice)
+    team.flow.deliver()
+    assert team.stripe_quantity(subscription_id) == team.members() == 2

@@ -169,6 +169,7 @@ ENDPOINT_ABILITIES = {
     ("/subscription/billing-details", "put"): "subscription:write",
     ("/subscription/tax-ids", "post"): "subscription:write",
     ("/subscription/tax-ids/{tax_id}", "delete"): "subscription:write",
+    ("/subscription/scheduled-change", "delete"): "subscription:write",
     ("/notifications", "get"): "notifications:read",
     ("/auth/tokens", "post"): "tokens:manage",
     ("/auth/tokens/{token_id}", "delete"): "tokens:manage",
@@ -196,6 +197,8 @@ ENDPOINT_ABILITIES = {
     ("/organizations/invitations/accept", "post"): "organizations:write",
     ("/usage", "get"): "subscription:read",
     ("/organizations/{organization_id}/usage", "get"): "subscription:read",
+    ("/entitlements", "get"): "subscription:read",
+    ("/organizations/{organization_id}/entitlements", "get"): "subscription:read",
 }
 # An organisation's billing: the same endpoints and abilities under its prefix (all but quantity).
 ORGANIZATION_BILLING = "/organizations/{organization_id}"

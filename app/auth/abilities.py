@@ -10,13 +10,14 @@ ABILITIES = {
     "profile:read": "GET /auth/me",
     "subscription:read": "GET /subscription, GET /subscription/swap/preview, GET /subscription/invoices, "
                          "GET /subscription/invoices/upcoming, GET /subscription/billing-details (each also under "
-                         "/organizations/{organization_id}), GET /usage (also /organizations/{organization_id}/usage)",
+                         "/organizations/{organization_id}), GET /usage (also /organizations/{organization_id}/usage), "
+                         "GET /entitlements (also /organizations/{organization_id}/entitlements)",
     "subscription:write": "POST /subscription/intent, POST /subscription/portal, POST /subscription/swap, "
                           "POST /subscription/cancel, POST /subscription/resume, POST /subscription/quantity, "
                           "POST /subscription/payment-method, POST /subscription/checkout, "
                           "PUT /subscription/billing-details, POST /subscription/tax-ids, "
-                          "DELETE /subscription/tax-ids/{tax_id} (each but quantity also under "
-                          "/organizations/{organization_id}, for its owner and admins)",
+                          "DELETE /subscription/tax-ids/{tax_id}, DELETE /subscription/scheduled-change (each but "
+                          "quantity also under /organizations/{organization_id}, for its owner and admins)",
     "notifications:read": "GET /notifications",
     "tokens:manage": "GET /auth/tokens, POST /auth/tokens (abilities it has itself), DELETE /auth/tokens/{id}, "
                      "POST /auth/logout-all",

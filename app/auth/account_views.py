@@ -66,6 +66,7 @@ def send_verification():
 @blp.response(200, UserSchema)
 @blp.alt_response(400, response="BAD_REQUEST")
 @blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(429, response="TOO_MANY_REQUESTS")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def verify_email(body):
     """Redeem the token of a verification or email-change link; no bearer token needed.
@@ -73,7 +74,10 @@ def verify_email(body):
     A verification token sets ``email_verified_at``. An email-change token moves the account (and
     the Stripe customer's ``email``, first: 503 ``provider_unavailable`` and nothing changes) to
     the new address, verified. 400 ``invalid_token`` for a malformed, tampered, expired or used
-    token, or one for a deleted account; 409 ``email_taken`` when the new address was registered since.
+    token, or one for a deleted account; 409 ``email_taken`` when the new address was registered since,
+    ``organizations_follow_email`` when more organisations' customers mail the user than one change moves
+    (give the others a ``billing_email`` first). An email-change token counts in its user's
+    ``PROVIDER_CALLS_RATE_LIMIT`` (429 past it).
     """
     user = recovery.verify_email(body["token"])
     db.session.commit()
@@ -162,7 +166,7 @@ def change_email(body):
 
     The address changes only when the link is opened (``POST /auth/email/verify``). 403
     ``invalid_credentials`` for a wrong ``password``; 409 ``email_taken`` for an address with an
-    account, the caller's own included.
+    account, the caller's own included, ``organizations_follow_email`` when its link would be refused so.
     """
     profile.request_email_change(current_user_for_update(), **body)
     db.session.commit()
@@ -172,6 +176,7 @@ def change_email(body):
 @blp.route("/me", methods=["DELETE"])
 @auth_required
 @ability_required("account:delete")
+@provider_calls_limited
 @limiter.limit(_password_guess_limit, key_func=_user_key)
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")
 @blp.arguments(PasswordConfirmSchema)
@@ -186,7 +191,11 @@ def delete_account(body):
     ``invalid_credentials`` for a wrong ``password``; 503 ``provider_unavailable`` when Stripe
     fails, and nothing is deleted. 409 ``owns_organization`` while the caller owns an organisation with
     other members; one they are the only member of is deleted first, the others are left (a seat
-    fewer each), Stripe first.
+    fewer each), Stripe first. The Stripe calls stay bounded whatever the caller belongs to (CONTRACT
+    "Changes to the fifth round"), refused before any: 409 ``owns_organization`` for more than one
+    organisation with a Stripe customer they are alone in (delete them first), ``member_of_organizations``
+    for more than one other with billed seats (leave them first), ``usage_pending`` while accepted usage
+    waits for delivery (the final invoice bills it); counted in ``PROVIDER_CALLS_RATE_LIMIT``.
     """
     profile.delete_account(current_user_for_update(), body["password"], organizations.release_account)
     db.session.commit()

@@ -7,7 +7,7 @@ import logging
 
 from sqlalchemy import delete, exists, select
 
-from app.auth.recovery import check_password
+from app.auth.recovery import check_password, refuse_unbounded_email_move
 from app.auth.service import normalise_email
 from app.billing import objects, prices
 from app.billing.provider import get_provider
@@ -20,6 +20,7 @@ from app.models.usage import abandon_pending
 from app.models.user import lock_user
 from app.notifications import notify_account
 from app.observability import metrics
+from app.usage import delivery
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,9 @@ def request_email_change(user, email, password):
     """Queue the move of ``user`` to ``email``: a link to the new address, a notice to the current one.
 
     The address changes only when the link is opened (``recovery.verify_email``). Raises
-    ``WrongPassword`` (403), ``EmailTaken`` (409) for an address registered to anyone, the user included.
+    ``WrongPassword`` (403), ``EmailTaken`` (409) for an address registered to anyone, the user included,
+    and ``OrganizationsFollowEmail`` (409) when the link would be refused for the organisations whose
+    customer mails the user (``recovery.refuse_unbounded_email_move``): told before a link is sent.
     """
     check_password(user, password)
     email = normalise_email(email)
@@ -58,6 +61,7 @@ def request_email_change(user, email, password):
         raise EmailTaken.yours()
     if db.session.scalar(select(User.id).where(User.email == email)) is not None:
         raise EmailTaken()
+    refuse_unbounded_email_move(user)
     notify_account(user, "email_change", {"email": email})
     notify_account(user, "email_change_requested", {"new_email": email})
 
@@ -67,6 +71,8 @@ def delete_account(user, password, release):
 
     ``release(user)`` runs once the password is checked, before anything is deleted: the
     organisations' rules (``organizations.service.release_account``, which may refuse with 409).
+    ``UsagePending`` (409) while more of the user's accepted usage waits for delivery than the deletion
+    sends itself (``usage.delivery.refuse_backlog``): refused before any Stripe call.
 
     At Stripe every subscription not yet ended is cancelled now (``delete_customer``: a paid period's
     metered usage so far is invoiced, as ``POST /subscription/cancel`` now does) and the customer
@@ -78,6 +84,8 @@ def delete_account(user, password, release):
     that the address registered again gets no free trial.
     """
     check_password(user, password)
+    if user.provider_id:
+        delivery.refuse_backlog(user.provider_id)
     release(user)
     lock_user(user)
     ever_subscribed = db.session.scalar(select(exists().where(Subscription.user_id == user.id)))
@@ -100,15 +108,21 @@ def delete_customer(billable):
     subscription's open invoice is voided, then the subscription cancelled now on the terms of
     ``POST /subscription/cancel`` now (``prices.cancel_now_terms``): an ``active`` one with metered
     prices gets its final invoice, the usage of the period so far, before the customer goes. Usage
-    accepted here but not yet delivered to Stripe is not billed: it is marked ``failed``
-    (``models.usage.abandon_pending``). Stripe calls: the customer, one page of subscriptions, two or
-    three per unended one (the service keeps one), and the deletion; never the customer's history.
-    Raises ``ProviderUnavailable`` (503).
+    accepted here (``202``) and not yet delivered is delivered first (``usage.delivery.deliver_for_deletion``,
+    at most ``call_costs.USAGE_DELIVERED_ON_DELETION`` events: the caller ran ``refuse_backlog``), so that final invoice
+    bills it (CONTRACT "Changes to the fifth round"); only events accepted meanwhile, or of a customer a
+    retry finds deleted, are marked ``failed`` (``models.usage.abandon_pending``). Stripe calls: the
+    customer, the meters and one per pending event, one page of subscriptions, two or three per unended
+    one (the service keeps one), and the deletion; never the customer's history. Raises
+    ``ProviderUnavailable`` (503) and ``ProviderRejected`` (502), after which the caller deletes nothing.
     """
     provider = get_provider()
     # A retry finds the customer deleted: the deletion got this far before the local one failed.
     deleted = provider.retrieve_customer(billable.provider_id).get("deleted")
-    ever_subscribed = False if deleted else _cancel_and_delete(provider, billable)
+    ever_subscribed = False
+    if not deleted:
+        delivery.deliver_for_deletion(provider, billable.provider_id)
+        ever_subscribed = _cancel_and_delete(provider, billable)
     abandoned = abandon_pending(billable.provider_id)
     if abandoned:
         log.warning("usage: %s pending events of deleted customer %s not billed", abandoned, billable.provider_id)

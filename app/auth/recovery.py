@@ -9,14 +9,23 @@ from sqlalchemy.exc import IntegrityError
 
 from app import email_tokens
 from app.auth import management, passwords
+from app.auth.bearer import PROVIDER_CALLS_SCOPE
 from app.auth.service import normalise_email
 from app.billing import redemptions
+from app.billing.call_costs import OWNER_EMAIL_FOLLOWERS, PROVIDER_CALL_COSTS
 from app.billing.provider import get_provider
-from app.errors import AlreadyVerified, EmailTaken, EmailUnverified, InvalidEmailToken, WrongPassword
-from app.extensions import db
+from app.errors import (
+    AlreadyVerified,
+    EmailTaken,
+    EmailUnverified,
+    InvalidEmailToken,
+    OrganizationsFollowEmail,
+    WrongPassword,
+)
+from app.extensions import db, limiter
 from app.models import Notification, PasswordResetRequest, User
 from app.models.account import remember_address
-from app.models.organization import customers_mailing_owner
+from app.models.organization import customers_mailing_owner, ids_mailing_owner
 from app.models.user import lock_user
 from app.notifications import notify_account
 from app.notifications.channels import configured_channel_names
@@ -53,11 +62,14 @@ def verify_email(token):
     the address to the new one and marks it verified, and moves the Stripe customer's ``email``
     first, the user's own and that of each organisation they own without a ``billing_email``
     (``customers_mailing_owner``): ``ProviderUnavailable`` (503) there changes nothing here, and the
-    link still works (a retry writes each address again). Raises ``InvalidEmailToken``
+    link still works (a retry writes each address again). An email-change token is counted in its
+    user's ``PROVIDER_CALLS_RATE_LIMIT`` (``RateLimited``, 429) before anything is read: the link has no
+    bearer token, but it has a user. Raises ``InvalidEmailToken``
     (400) for a bad token, one for a deleted account, or one minted for an address the account no
     longer has (an address moved since, which also makes an email-change token work once), and an
     email-change token of any but the newest change request (CONTRACT "Changes to the fourth round");
-    ``EmailTaken`` (409) when the new address was registered meanwhile.
+    ``EmailTaken`` (409) when the new address was registered meanwhile; ``OrganizationsFollowEmail`` (409)
+    as ``refuse_unbounded_email_move``.
     """
     purpose, payload = email_tokens.read_email_token(token)
     user = db.session.get(User, payload["u"])
@@ -66,6 +78,8 @@ def verify_email(token):
     if purpose == email_tokens.VERIFY:
         user.email_verified_at = user.email_verified_at or utcnow()
         return user
+    limiter.hit(current_app.config["PROVIDER_CALLS_RATE_LIMIT"], PROVIDER_CALLS_SCOPE, str(user.id),
+                PROVIDER_CALL_COSTS["auth.verify_email"])
     lock_user(user)
     if payload.get("r") is None or _latest_change_request(user) != payload["r"]:
         raise InvalidEmailToken()
@@ -78,21 +92,30 @@ def _latest_change_request(user):
         Notification.user_id == user.id, Notification.kind == "email_change").order_by(Notification.id.desc()).limit(1))
 
 
+def refuse_unbounded_email_move(user):
+    """Raise ``OrganizationsFollowEmail`` (409) when more than ``OWNER_EMAIL_FOLLOWERS`` organisations ``user``
+    owns have a Stripe customer mailing them (``ids_mailing_owner``): an email change moves each of those
+    customers' email, one Stripe call each, and no request makes more than a constant number of calls
+    (CONTRACT "Changes to the fifth round": "Bounded Stripe work"). Refused rather than left to a
+    worker: each customer's email must follow only once Stripe answered, and the organisation stores no
+    email of its own to lag behind its owner's. Calls nothing."""
+    followers = ids_mailing_owner(user)
+    if len(followers) > OWNER_EMAIL_FOLLOWERS:
+        raise OrganizationsFollowEmail.over(followers, OWNER_EMAIL_FOLLOWERS)
+
+
 def _move_email(user, new_email):
     """Move ``user`` to ``new_email``, Stripe first: one call for the user's own customer and one per
-    organisation whose customer mails them (``customers_mailing_owner``).
-
-    Not bounded by a constant: no setting or constraint caps the organisations a user may own. It is
-    bounded by the user's own doing: each of those customers was made by a request counted in their
-    ``PROVIDER_CALLS_RATE_LIMIT``, and each move takes a link from ``/auth/email/change``, which is
-    limited per user (``AUTH_LOGIN_RATE_LIMIT``) and works once. This endpoint has no bearer token,
-    so the per-user limit cannot count it here.
+    organisation whose customer mails them (``customers_mailing_owner``), at most ``OWNER_EMAIL_FOLLOWERS``
+    of them: more is refused before any call (``OrganizationsFollowEmail``, 409).
     """
     if not isinstance(new_email, str):
         raise InvalidEmailToken()
     if db.session.scalar(select(User.id).where(User.email == new_email)) is not None:
         raise EmailTaken()
     organizations = customers_mailing_owner(user)  # locked before Stripe hears of any of it
+    if len(organizations) > OWNER_EMAIL_FOLLOWERS:
+        raise OrganizationsFollowEmail.over([organization.id for organization in organizations], OWNER_EMAIL_FOLLOWERS)
     provider = get_provider()
     if user.provider_id:
         provider.update_customer_email(user.provider_id, new_email)

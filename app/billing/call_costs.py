@@ -10,6 +10,21 @@ Data only, so that the settings' check (``app.config``) and the limiter (``app.a
 # service knows as ``classic`` migrates it first (``migrate_billing_mode``): one call, two when Stripe answers that
 # it is flexible already and it is read (``MIGRATION``), counted in every entry that changes a subscription.
 MIGRATION = 2
+# A deletion delivers the customer's accepted usage itself before the final invoice, at most this many events
+# (one call each) and the meters (one), refusing more (409 ``usage_pending``, ``app.usage.delivery``).
+USAGE_DELIVERED_ON_DELETION = 4
+# Deleting one Stripe customer (``auth.profile.delete_customer``): the customer, its usage and meters, one page
+# of its unended subscriptions, for the one the service keeps a void, the cancel (migrated first) and a
+# replay's read (or, with none, whether it ever had one), the deletion.
+CUSTOMER_DELETION = 6 + MIGRATION + 1 + USAGE_DELIVERED_ON_DELETION
+# A seat change while a plan change is scheduled: the schedule read and its phases' seats updated.
+SCHEDULE_SEATS = 2
+# A member's seat lowered (a removal, a leave, an account deletion's): the update and a replay's read.
+SEAT_REMOVAL = 2 + MIGRATION + SCHEDULE_SEATS
+# An email change's link moves the Stripe customer email of the user and of at most this many organisations that
+# mail their owner (``models.organization.customers_mailing_owner``): more is refused before any call, at the
+# request and at the link (409 ``organizations_follow_email``, ``app.auth.recovery``).
+OWNER_EMAIL_FOLLOWERS = 5
 PROVIDER_CALL_COSTS = {
     # The dearest path of each: promotion code (find, price, paid invoices) 3 + the open subscription read 1,
     # then read again, voided and cancelled 3 + the newest Checkout Session listed, expired, read again when
@@ -20,8 +35,13 @@ PROVIDER_CALL_COSTS = {
     # promotion code (3) + read or update + a test clock's time
     "subscription.swap": 5 + MIGRATION,
     "subscription.swap_preview": 5 + MIGRATION,
-    "subscription.cancel": 3 + MIGRATION,
-    "subscription.quantity": 1 + MIGRATION,
+    # at the period's end: the live subscription, its schedule and its release (CONTRACT "Plan changes at the
+    # period's end": released first), then the update
+    "subscription.cancel": 4 + MIGRATION,
+    # the update, then a scheduled change's schedule read and its phases' seats updated
+    "subscription.quantity": 3 + MIGRATION,
+    # the live subscription, its schedule, the release
+    "subscription.withdraw_scheduled_change": 3,
     "subscription.resume": 1 + MIGRATION,
     "subscription.portal": 2,
     "subscription.payment_method": 2 + MIGRATION,
@@ -31,17 +51,20 @@ PROVIDER_CALL_COSTS = {
     # its customer's email, and its name followed (read, then renamed while it is still the profile's)
     "organizations.update": 3,
     "auth.update_profile": 2,
+    # an email-change link (counted by its token's user, ``app.auth.recovery``): the user's customer and the
+    # organisations' that follow it
+    "auth.verify_email": 1 + OWNER_EMAIL_FOLLOWERS,
     # the period's subscription read, the meters' list (cached), a summary per meter (one is usual)
     "usage.show": 3,
     "usage.show_organization": 3,
     # no live subscription here: one page of the unended ones (a Checkout or payment that cleared before
     # its webhook) and an open Checkout; then the seat: a pending change re-read, the update, a replay's read
-    "organizations.accept": 4 + MIGRATION,
-    # the seat lowered: the update and a replay's read
-    "organizations.remove": 2 + MIGRATION,
-    # the customer, one page of its unended subscriptions, for the one the service keeps a void, the cancel
-    # and a replay's read (or, with none, whether it ever had one), the deletion
-    "organizations.delete": 6 + MIGRATION,
+    "organizations.accept": 4 + MIGRATION + SCHEDULE_SEATS,
+    "organizations.remove": SEAT_REMOVAL,
+    "organizations.delete": CUSTOMER_DELETION,
+    # The user's customer, at most one organisation they are alone in deleted and one other left (a seat
+    # lowered), whatever they belong to: more is refused first (``organizations.service._refuse_unbounded``).
+    "auth.delete_account": 2 * CUSTOMER_DELETION + SEAT_REMOVAL,
 }
 
 # The dearest request: a limit below it per window would refuse every such request, so start-up refuses it.

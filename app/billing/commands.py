@@ -6,40 +6,41 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from app.billing import reconcile, seat_drift
+from app.billing import reconcile
 from app.billing.billing_mode_command import migrate_billing_mode_command
 from app.billing.provider import get_provider
 from app.cli import ServiceCommand
 from app.observability import metrics
 
 
+def not_synced(users, organizations):
+    """The one-line failure of a command that could not sync ``users`` users and ``organizations`` organisations."""
+    kinds = [f"{users} user(s)"] * bool(users) + [f"{organizations} organisation(s)"] * bool(organizations)
+    return f"{' and '.join(kinds)} could not be synced"
+
+
 @click.command("reconcile", cls=ServiceCommand)
 @click.option("--dry-run", is_flag=True, help="Report what has drifted; write nothing, here or at the provider.")
 @with_appcontext
 def reconcile_command(dry_run):
-    """Sync every user whose billing state may have drifted and set organisations' seats back to their
-    members; print checked / drifted / fixed / failed."""
+    """Sync every user whose billing state may have drifted and every organisation, setting organisations'
+    seats back to their seat count; print checked / drifted / fixed / failed of each kind."""
     stale_days = current_app.config["RECONCILE_STALE_DAYS"]
-    with click.progressbar(length=reconcile.count_candidates(stale_days), label="reconciling",
+    with click.progressbar(length=reconcile.count(reconcile.to_reconcile(stale_days)), label="reconciling",
                            file=sys.stderr) as bar:
-        result = reconcile.reconcile(get_provider(), stale_days, dry_run=dry_run, on_user=lambda _: bar.update(1))
-    for synced in result.changes:
-        click.echo(f"{synced.email}: {synced.change_text()}")
-    for email, exc in result.failures:
-        click.echo(f"{email}: FAILED ({exc.__class__.__name__}: {exc})")
-    drifted, seat_failures = seat_drift.reconcile_seats(get_provider(), dry_run=dry_run)
-    for drift in drifted:
+        result = reconcile.reconcile(get_provider(), stale_days, dry_run=dry_run, on_billable=lambda _: bar.update(1))
+    for name, synced in result.changes:
+        click.echo(f"{name}: {synced.change_text()}")
+    for drift in result.seats:
         click.echo(str(drift) + (" (dry run: not set)" if dry_run else ""))
-    for organization_id, exc in seat_failures:
-        click.echo(f"{organization_id}: FAILED ({exc.__class__.__name__}: {exc})")
-    click.echo(f"checked {result.checked}, drifted {result.drifted}, fixed {result.fixed}, failed {result.failed}"
-               + (" (dry run: nothing written)" if dry_run else ""))
+    for name, exc in result.failures:
+        click.echo(f"{name}: FAILED ({exc.__class__.__name__}: {exc})")
+    click.echo(result.summary() + (" (dry run: nothing written)" if dry_run else ""))
     if not dry_run:
-        metrics.reconcile_finished(result.checked, result.drifted, result.fixed, result.failed, time.time())
+        users = result.users
+        metrics.reconcile_finished(users.checked, users.drifted, users.fixed, users.failed, time.time())
     if result.failed:
-        raise click.ClickException(f"{result.failed} user(s) could not be synced")
-    if seat_failures:
-        raise click.ClickException(f"{len(seat_failures)} organisation(s) could not be synced")
+        raise click.ClickException(not_synced(result.users.failed, result.organizations.failed))
     return result
 
 

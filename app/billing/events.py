@@ -14,6 +14,8 @@ SEND_RECEIPT = "send_receipt"
 REFRESH_CATALOG = "refresh_catalog"
 COMMIT_CHECKOUT = "commit_checkout"
 ADMIT_SEATS = "admit_seats"
+COMMIT_SCHEDULE = "commit_schedule"
+COMMIT_STRIPE_FEATURES = "commit_stripe_features"
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,19 @@ EVENT_TYPES = {
     # A Checkout Session was paid: the controller syncs its subscription, whose activating event it is.
     "checkout.session.completed": EventType("checkout.session", False, (COMMIT_CHECKOUT,)),
     "checkout.session.async_payment_succeeded": EventType("checkout.session", False, (COMMIT_CHECKOUT,)),
+    # A subscription's schedule (CONTRACT "Plan changes at the period's end"): the listener reads it live and
+    # writes the row's scheduled_change, and decides plan_change_scheduled / plan_change_withdrawn from the payload.
+    **{f"subscription_schedule.{change}": EventType("subscription_schedule", False, (COMMIT_SCHEDULE,))
+       for change in ("created", "updated", "released", "canceled", "completed", "aborted")},
     # A customer's tax ids (CONTRACT "Selling"): checked as events of a known customer and acknowledged;
     # nothing is stored, GET /subscription/billing-details reads them from Stripe.
     **{f"customer.tax_id.{change}": EventType("tax_id", False, ()) for change in ("created", "updated", "deleted")},
     # The plan catalogue (GET /plans) changed at Stripe: every worker reads it again.
     **{f"{family}.{change}": EventType(family, False, (REFRESH_CATALOG,), customer_bound=False)
        for family in ("product", "price") for change in ("created", "updated", "deleted")},
+    # The customer's Stripe Entitlements changed (CONTRACT "Entitlements"): its active lookup keys are written.
+    "entitlements.active_entitlement_summary.updated": EventType("entitlements.active_entitlement_summary", False,
+                                                                 (COMMIT_STRIPE_FEATURES,)),
 }
 
 # What an endpoint at the provider must send (SPEC 4 rule 6); a legacy twin is not needed.

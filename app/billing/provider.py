@@ -10,10 +10,13 @@ from flask import current_app
 
 from app.billing.provider_billing_mode import BillingModeContract
 from app.billing.provider_checkout import CheckoutContract
+from app.billing.provider_entitlements import EntitlementsContract
 from app.billing.provider_meters import MeterContract
+from app.billing.provider_schedules import ScheduleContract
 
 
-class SubscriptionProvider(CheckoutContract, MeterContract, BillingModeContract):
+class SubscriptionProvider(CheckoutContract, MeterContract, BillingModeContract, ScheduleContract,
+                           EntitlementsContract):
     """What the service needs from a payment provider. Every call may raise ``ProviderUnavailable``."""
 
     @abstractmethod

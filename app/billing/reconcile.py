@@ -1,18 +1,22 @@
-"""Scheduled reconciliation: sync every user whose billing state may have drifted from the provider's (issue 11).
+"""Scheduled reconciliation: sync every billable whose billing state may have drifted from the provider's
+(issue 11; CONTRACT "Changes to the fifth round": organisations too).
 
 Webhooks are the only push from the provider; one that never arrives (retries given up after three
-days, an endpoint disabled, delivery paused) leaves a user's state wrong until someone syncs them.
-``reconcile`` finds the users at risk and runs the same ``sync`` as ``flask sync-user`` on each.
+days, an endpoint disabled, delivery paused) leaves a billable's state wrong until someone syncs it.
+``reconcile`` finds the users at risk and every organisation with a customer (its seats may have
+drifted at any time, ``seat_drift``), and runs the same ``sync`` as ``flask sync-user`` / ``flask
+sync-org`` on each, in one loop.
 """
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import and_, func, or_, select
 
+from app.billing import seat_drift
 from app.billing.statuses import DUNNING_STATUSES, TERMINAL_STATUSES, VALID_STATUSES
 from app.billing.sync import sync_billable
 from app.extensions import db
-from app.models import Subscription, User
+from app.models import Organization, Subscription, User
 from app.timeutil import utcnow
 
 BATCH_SIZE = 100
@@ -21,18 +25,51 @@ UNSETTLED_STATUSES = frozenset({"incomplete"}) | DUNNING_STATUSES
 
 
 @dataclass
-class ReconcileResult:
-    """Counts of one run: users ``checked``; ``drifted`` (the sync changed their state); ``fixed``
-    (drifted and committed: 0 in a dry run); ``failed`` (the sync raised). ``changes`` holds the
-    ``SyncResult`` of each drifted user, ``failures`` ``(email, exception)`` pairs."""
+class Counts:
+    """Counts of one kind of billable in a run: ``checked``; ``drifted`` (the sync changed its state, or an
+    organisation's seats were not its ``seat_count``); ``fixed`` (drifted and committed: 0 in a dry run);
+    ``failed`` (the sync raised)."""
 
-    dry_run: bool = False
     checked: int = 0
     drifted: int = 0
     fixed: int = 0
     failed: int = 0
-    changes: list = field(default_factory=list)
+
+    def __str__(self):
+        return f"checked {self.checked}, drifted {self.drifted}, fixed {self.fixed}, failed {self.failed}"
+
+
+@dataclass
+class ReconcileResult:
+    """One run: ``Counts`` of ``users`` and of ``organizations``. ``synced`` holds ``(label, SyncResult)`` of
+    each billable synced (``changes`` those it changed), ``seats`` the ``seat_drift.SeatDrift`` of each
+    organisation whose seats were (or, in a dry run, would be) set back, ``failures`` ``(label,
+    exception)`` pairs; in the order met. ``label`` is ``label(billable)``."""
+
+    dry_run: bool = False
+    users: Counts = field(default_factory=Counts)
+    organizations: Counts = field(default_factory=Counts)
+    synced: list = field(default_factory=list)
+    seats: list = field(default_factory=list)
     failures: list = field(default_factory=list)
+
+    @property
+    def changes(self):
+        """``(label, SyncResult)`` of each billable the sync changed."""
+        return [(name, synced) for name, synced in self.synced if synced.changed]
+
+    def counts(self, billable):
+        """The ``Counts`` of ``billable``'s kind."""
+        return self.organizations if billable.kind == Organization.kind else self.users
+
+    @property
+    def failed(self):
+        """Billables of either kind whose sync raised."""
+        return self.users.failed + self.organizations.failed
+
+    def summary(self):
+        """The command's last line: ``users: checked N, ...; organisations: checked N, ...``."""
+        return f"users: {self.users}; organisations: {self.organizations}"
 
 
 class DryRunProvider:
@@ -81,57 +118,98 @@ def candidates(stale_days, now=None):
             .group_by(User.id).order_by(User.id))
 
 
-def _batches(query):
-    after = 0
+def organization_candidates():
+    """Return the query of the ids of every organisation with a provider customer, ordered by id: a seat
+    quantity changed in the Dashboard is news no subscription row shows, so each is checked."""
+    return select(Organization.id).where(Organization.provider_id.is_not(None)).order_by(Organization.id)
+
+
+def to_reconcile(stale_days):
+    """The ``(model, query of ids)`` pairs ``reconcile`` goes through: candidate users, then organisations."""
+    return [(User, candidates(stale_days)), (Organization, organization_candidates())]
+
+
+def every_customer():
+    """The ``(model, query of ids)`` pairs of every billable with a provider customer (``flask sync-user --all``)."""
+    return [(User, select(User.id).where(User.provider_id.is_not(None)).order_by(User.id)),
+            (Organization, organization_candidates())]
+
+
+def count(queries):
+    """Return how many billables ``queries`` (``(model, query of ids)`` pairs) name."""
+    return sum(db.session.scalar(select(func.count()).select_from(query.subquery())) for _, query in queries)
+
+
+def _batches(query, column):
+    after = None
     while True:
-        ids = db.session.scalars(query.where(User.id > after).limit(BATCH_SIZE)).all()
+        page = query if after is None else query.where(column > after)
+        ids = db.session.scalars(page.limit(BATCH_SIZE)).all()
         if not ids:
             return
         yield ids
         after = ids[-1]
 
 
-def reconcile(provider, stale_days, dry_run=False, on_user=None):
-    """Sync every candidate user (see ``candidates``) through ``provider.sync``; return a ``ReconcileResult``.
+def each_billable(queries):
+    """Yield the billable of each id ``queries`` (``(model, query of ids)`` pairs) name, ``BATCH_SIZE`` ids at a
+    time, in order."""
+    for model, query in queries:
+        for ids in _batches(query, model.id):
+            for billable_id in ids:
+                yield db.session.get(model, billable_id)
+            db.session.expunge_all()  # a batch's billables are done with; keep memory flat
 
-    Users are read in batches of ``BATCH_SIZE`` ids and synced one at a time, each in its own
-    transaction, committed here: a sync locks the user's row, and one long transaction would hold
-    every lock until the end, while one user's failure would undo everyone's repair. A dry run
-    rolls each user back and makes no provider write. ``on_user(user_id)`` is called after each
-    user (a progress bar). Candidates are chosen by the service's clock (UTC) at the start.
+
+def sync_each(provider, billables, dry_run=False, seats=False, on_billable=None):
+    """Sync each of ``billables`` (users and organisations, any order) through ``provider.sync``, with
+    ``seats`` an organisation's seats set back to its ``seat_count`` too (``seat_drift.set_seats``); return
+    a ``ReconcileResult``.
+
+    One at a time, each in its own transaction, committed here: a sync locks the billable's row, and
+    one long transaction would hold every lock until the end, while one billable's failure would undo
+    everyone's repair. A dry run rolls each back and makes no provider write. ``on_billable(billable)``
+    is called after each (a progress bar).
     """
     result = ReconcileResult(dry_run=dry_run)
-    query = candidates(stale_days)
     syncing = DryRunProvider(provider) if dry_run else provider
-    for ids in _batches(query):
-        for user_id in ids:
-            _reconcile_user(syncing, db.session.get(User, user_id), result)
-            if on_user:
-                on_user(user_id)
-        db.session.expunge_all()  # a batch's users are done with; keep memory flat
+    for billable in billables:
+        _sync_one(syncing, billable, result, seats)
+        if on_billable:
+            on_billable(billable)
     return result
 
 
-def count_candidates(stale_days):
-    """Return how many users ``reconcile`` would check now."""
-    return db.session.scalar(select(func.count()).select_from(candidates(stale_days).subquery()))
+def reconcile(provider, stale_days, dry_run=False, on_billable=None):
+    """Sync every billable of ``to_reconcile`` and set organisations' seats back (``sync_each``); return a
+    ``ReconcileResult``. Users are chosen by the service's clock (UTC) at the start."""
+    return sync_each(provider, each_billable(to_reconcile(stale_days)), dry_run, seats=True, on_billable=on_billable)
 
 
-def _reconcile_user(provider, user, result):
-    result.checked += 1
-    email = user.email
+def label(billable):
+    """How the commands name ``billable`` on a line: a user's email, an organisation's ``"<id> (<name>)"``."""
+    return f"{billable.id} ({billable.name})" if billable.kind == Organization.kind else billable.email
+
+
+def _sync_one(provider, billable, result, seats):
+    counts, name = result.counts(billable), label(billable)
+    counts.checked += 1
     try:
-        synced = provider.sync(user)
-    except Exception as exc:  # one user's failure must not stop the others
+        synced = provider.sync(billable)
+        drift = seat_drift.set_seats(provider, billable, result.dry_run) \
+            if seats and billable.kind == Organization.kind else None
+    except Exception as exc:  # one billable's failure must not stop the others
         db.session.rollback()
-        result.failed += 1
-        result.failures.append((email, exc))
+        counts.failed += 1
+        result.failures.append((name, exc))
         return
-    if synced.changed:
-        result.drifted += 1
-        result.changes.append(synced)
+    result.synced.append((name, synced))
+    if drift is not None:
+        result.seats.append(drift)
+    drifted = synced.changed or drift is not None
+    counts.drifted += drifted
     if result.dry_run:
         db.session.rollback()
     else:
         db.session.commit()
-        result.fixed += synced.changed
+        counts.fixed += drifted

@@ -1,25 +1,25 @@
-"""Seats that drifted from members (CONTRACT "Organisations", "Drift"): ``flask reconcile`` sets each
-organisation's quantity at Stripe back to its member count.
+"""Seats that drifted from members (CONTRACT "Organisations", "Drift"; "Changes to the fifth round"):
+``flask reconcile`` sets each organisation's quantity at Stripe back to its ``seat_count`` (members plus
+seats held for invitations whose charge waits for payment).
 
 Drift is a quantity changed where the service does not decide it (the billing portal, the Dashboard),
 or a seat change whose local half was lost. The fix is ``proration_behavior=none``: drift is nobody's
-purchase, so it is neither charged nor credited. Each organisation is synced first, under its lock, in
-a transaction of its own; a dry run writes nothing, here or at Stripe.
+purchase, so it is neither charged nor credited. ``reconcile`` syncs the organisation first, under its
+lock, in a transaction of its own; a dry run writes nothing, here or at Stripe.
 """
 from dataclasses import dataclass
 
 from sqlalchemy import select
 
 from app.billing import plans, state
-from app.billing.reconcile import DryRunProvider
 from app.billing.statuses import LIVE_STATUSES
 from app.extensions import db
-from app.models import Organization
+from app.models.seat import HELD, SeatChange
 
 
 @dataclass(frozen=True)
 class SeatDrift:
-    """One organisation whose Stripe quantity (``paid``) was not its member count (``members``)."""
+    """One organisation whose Stripe quantity (``paid``) was not its seat count (``members``)."""
 
     organization_id: str
     name: str
@@ -30,37 +30,18 @@ class SeatDrift:
         return f"{self.organization_id} ({self.name}): seats {self.paid} -> {self.members}"
 
 
-def reconcile_seats(provider, dry_run=False):
-    """Return ``(drifted, failures)``: a ``SeatDrift`` per organisation set back (or, in a dry run, that
-    would be), and ``(organization id, exception)`` per one that could not be checked."""
-    drifted, failures = [], []
-    syncing = DryRunProvider(provider) if dry_run else provider
-    ids = db.session.scalars(select(Organization.id).where(Organization.provider_id.is_not(None))
-                             .order_by(Organization.id)).all()
-    for organization_id in ids:
-        try:
-            found = _reconcile(syncing, db.session.get(Organization, organization_id), dry_run)
-        except Exception as exc:  # one organisation's failure must not stop the others
-            db.session.rollback()
-            failures.append((organization_id, exc))
-            continue
-        if found is not None:
-            drifted.append(found)
-        if dry_run:
-            db.session.rollback()
-        else:
-            db.session.commit()
-    return drifted, failures
+def set_seats(provider, organization, dry_run=False):
+    """Set the quantity of the organisation's live subscription at Stripe to ``organization.seat_count()``,
+    without proration; return the ``SeatDrift`` (set, or in a dry run only found), else ``None``.
 
-
-def _reconcile(provider, organization, dry_run):
-    organization.lock()
-    provider.sync(organization)
+    Runs after ``sync`` under the organisation's lock (``reconcile``), so the stored items are Stripe's.
+    The caller commits. Raises ``ProviderUnavailable`` and ``ProviderRejected``.
+    """
     subscription = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
     members = organization.seat_count()
     # The seats are the licensed item's: a plan's metered items (no quantity) are not seats.
     licensed = subscription.licensed_items if subscription is not None else []
-    if len(licensed) != 1 or licensed[0].quantity == members:
+    if len(licensed) != 1 or licensed[0].quantity == members or _seat_change_waits(organization, subscription):
         return None
     item = licensed[0]
     drift = SeatDrift(organization.id, organization.name, item.quantity, members)
@@ -72,3 +53,14 @@ def _reconcile(provider, organization, dry_run):
         state.apply_subscription(organization, live, state.live_as_of())
         plans.recompute_plan(organization)
     return drift
+
+
+def _seat_change_waits(organization, subscription):
+    """Whether a seat change is not settled yet: Stripe holds a pending update (its absolute quantity applies
+    when paid), or a seat held for an invitee waits for the webhook, or the next seat change, that settles it
+    (``app.organizations.seats``). Setting the quantity meanwhile would give a seat nobody paid for, or take
+    back one that was."""
+    held = db.session.scalar(select(SeatChange.id).where(SeatChange.organization_id == organization.id,
+                                                         SeatChange.status == HELD).limit(1))
+    return subscription.pending_quantity is not None or held is not None
+

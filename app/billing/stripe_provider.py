@@ -21,6 +21,7 @@ from stripe.params import (
     SubscriptionUpdateParams,
     WebhookEndpointListParams,
 )
+from stripe.params.entitlements import ActiveEntitlementListParams
 
 from app import jsonbody
 from app.billing import sync
@@ -40,11 +41,12 @@ from app.billing.stripe_calls import (
 from app.billing.stripe_checkout import CheckoutCalls
 from app.billing.stripe_customers import CustomerCalls
 from app.billing.stripe_meters import MeterCalls
+from app.billing.stripe_schedules import ScheduleCalls
 from app.errors import InvalidJson, InvalidSignature, UnknownPrice
 
 log = logging.getLogger(__name__)
 
-class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, BillingModeCalls, SubscriptionProvider):
+class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, BillingModeCalls, ScheduleCalls, SubscriptionProvider):
     def __init__(self, api_key, api_base=None, timeout=5, max_network_retries=1):
         """``timeout`` is per HTTP attempt, in seconds; ``api_base`` points the SDK at the emulator."""
         self._client = stripe.StripeClient(
@@ -152,6 +154,11 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, BillingModeCalls,
         params: SubscriptionListParams = {"customer": customer_id, "status": "all", "limit": 1}
         with provider_call("list subscriptions"):
             return bool(self._v1.subscriptions.list(params=params).data)
+
+    def list_active_entitlements(self, customer_id):
+        params: ActiveEntitlementListParams = {"customer": customer_id, "limit": 100}
+        with provider_call("list active entitlements"):
+            return self._v1.entitlements.active_entitlements.list(params=params).to_dict()
 
     def _now_if_replayed(self, answer):
         """Stripe's answer, or the subscription as it is now when Stripe replayed an earlier answer.

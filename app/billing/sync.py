@@ -5,7 +5,8 @@ from datetime import datetime
 
 from sqlalchemy import inspect
 
-from app.billing import objects, payment_methods, plans, state
+from app.billing import objects, payment_methods, plans, schedules, state
+from app.entitlements import stripe_features
 from app.extensions import db
 
 # Columns that are not the billable's billing state: keys, and times every write moves (a live read
@@ -93,7 +94,8 @@ def sync_billable(provider, billable):
         live = provider.list_subscriptions(billable.provider_id)
         as_of = state.live_as_of()
         for obj in live:
-            state.apply_subscription(billable, obj, as_of)
+            # Its Stripe schedule too (CONTRACT "Plan changes at the period's end"): one read when it has one.
+            schedules.refresh(provider, state.apply_subscription(billable, obj, as_of), obj)
         live_ids = {obj["id"] for obj in live}
         for subscription in list(billable.subscriptions):
             if subscription.provider_id not in live_ids:
@@ -102,8 +104,10 @@ def sync_billable(provider, billable):
         db.session.expire(billable, ["subscriptions"])
         _sync_payment_method(provider, billable, {obj["id"]: obj for obj in live})
     plans.recompute_plan(billable)
+    # Stripe Entitlements' active features are no column of these rows: their change is added to the report.
+    features = [FieldChange(*change) for change in stripe_features.refresh(provider, billable)]
     db.session.flush()
-    return SyncResult(billable.billable_key, billable.stripe_email, diff(before, snapshot(billable)))
+    return SyncResult(billable.billable_key, billable.stripe_email, diff(before, snapshot(billable)) + features)
 
 
 def _sync_payment_method(provider, billable, live_by_id):

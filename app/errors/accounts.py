@@ -101,3 +101,16 @@ class EmailTaken(Conflict):
 class AlreadyVerified(Conflict):
     code = "already_verified"
     message = "Your email address is already verified."
+
+
+class OrganizationsFollowEmail(Conflict):
+    """409: an email change would move the Stripe customer email of more organisations than it moves at once
+    (CONTRACT "Changes to the fifth round": "Bounded Stripe work")."""
+
+    code = "organizations_follow_email"
+
+    @classmethod
+    def over(cls, ids, limit):
+        return cls(f"More than {limit} of your organisations send their Stripe invoices to your address: give all "
+                   f"but {limit} a billing email (PATCH /organizations/<id> with billing_email) first, before "
+                   "changing your address.", details={"organizations": ids, "limit": limit})

@@ -2,9 +2,11 @@
 from app.models.account import AddressHistory, DeletedSubscriber, PasswordResetRequest
 from app.models.catalog import CatalogVersion
 from app.models.delivery import NotificationDelivery
+from app.models.entitlement import EntitlementBalance, EntitlementConsume, EntitlementOverride, EntitlementReservation
 from app.models.idempotency import IdempotencyKey
 from app.models.organization import Invitation, Membership, Organization
 from app.models.seat import SeatChange
+from app.models.stripe_entitlement import StripeEntitlementSummary
 from app.models.subscription import (
     PromotionRedemption,
     ProrationQuote,
@@ -18,8 +20,10 @@ from app.models.usage import ServiceKey, UsageEvent
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
-__all__ = ["AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber", "FailedWebhookEvent",
+__all__ = ["AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber", "EntitlementBalance",
+           "EntitlementConsume", "EntitlementOverride", "EntitlementReservation", "FailedWebhookEvent",
            "IdempotencyKey", "Invitation", "Membership", "Notification", "NotificationDelivery", "Organization",
            "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "SeatChange", "ServiceKey",
+           "StripeEntitlementSummary",
            "Subscription", "SubscriptionItem", "TrialFingerprint", "TrialRedeemer", "UsageEvent", "User",
            "WebhookEvent"]

@@ -87,17 +87,28 @@ class Organization(Billable, db.Model):
         return f"<Organization {self.id} {self.name!r}>"
 
 
+def _mailing_owner(user, *columns):
+    return (select(*columns).join(Membership, Membership.organization_id == Organization.id)
+            .where(Membership.user_id == user.id, Membership.role == OWNER, Organization.provider_id.is_not(None),
+                   Organization.billing_email.is_(None))
+            .order_by(Organization.id))
+
+
+def ids_mailing_owner(user):
+    """Return the ids of the organisations ``customers_mailing_owner`` would return, unlocked (a check that
+    calls nothing)."""
+    return db.session.scalars(_mailing_owner(user, Organization.id)).all()
+
+
 def customers_mailing_owner(user):
     """Return the organisations ``user`` owns whose Stripe customer's ``email`` is the owner's address
     (``stripe_email``: a customer and no ``billing_email``), by id, each locked (``Billable.lock``).
 
     Read again once locked, until no new one appears: a transfer or a billing email committed
-    meanwhile has moved one in or out. As many as the user owns: nothing caps that number.
+    meanwhile has moved one in or out. As many as the user owns: an email change refuses more than it
+    moves at once (``app.auth.recovery``).
     """
-    query = (select(Organization).join(Membership, Membership.organization_id == Organization.id)
-             .where(Membership.user_id == user.id, Membership.role == OWNER, Organization.provider_id.is_not(None),
-                    Organization.billing_email.is_(None))
-             .order_by(Organization.id).execution_options(populate_existing=True))
+    query = _mailing_owner(user, Organization).execution_options(populate_existing=True)
     locked = set()
     while True:
         found = db.session.scalars(query).all()

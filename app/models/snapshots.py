@@ -39,7 +39,8 @@ class SubscriptionSnapshot(SubscriptionRules, Snapshot):
 
     COLUMNS = ("id", "provider_id", "provider_status", "provider_price", "cancel_at_period_end",
                "current_period_end", "ends_at", "provider_created_at", "created_at", "quantity", "trial_ends_at",
-               "default_payment_method", "pending_price", "pending_quantity", "pending_expires_at", "discount")
+               "default_payment_method", "pending_price", "pending_quantity", "pending_expires_at", "discount",
+               "scheduled_change")
 
 
 class UserSnapshot(Snapshot):

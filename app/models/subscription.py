@@ -63,6 +63,10 @@ class Subscription(SubscriptionRules, db.Model):
     # Stripe's ``billing_mode.type``: ``classic`` is migrated to ``flexible`` before its next change (CONTRACT
     # "Changes to the fifth round": credits never exceed what was paid); null until Stripe's answer names it.
     billing_mode: Mapped[str | None] = mapped_column(String(16))
+    # Stripe's subscription schedule of it, as last read from Stripe (``app.billing.schedules``): {"schedule",
+    # "ours", "price", "quantity", "at"}, price, quantity and at null when no later phase changes the plan (CONTRACT
+    # "Plan changes at the period's end"); null without a schedule. The subscription's own events never write it.
+    scheduled_change: Mapped[dict | None] = mapped_column(JSON)
     provider_created_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

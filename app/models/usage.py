@@ -76,12 +76,11 @@ ABANDONED = "not billed: its Stripe customer was deleted (the account or organis
 def abandon_pending(customer):
     """Mark the pending events of the Stripe customer ``customer`` ``failed`` (``ABANDONED``); return how many.
 
-    For a customer being deleted (``auth.profile.delete_customer``, after Stripe): its final invoice was
-    made from what Stripe's meters had, and these would reach a deleted customer, whom no invoice bills.
-    Delivering them first is no way out: they are unbounded in number, and Stripe aggregates meter
-    events asynchronously, so one sent a moment before the cancel may miss the final invoice all the
-    same. The rows stay (their identifiers still count as duplicates; ``flask usage-events --failed``
-    lists them). The caller commits.
+    For a customer being deleted (``auth.profile.delete_customer``, after Stripe), which delivered its pending
+    events before its final invoice (``usage.delivery.deliver_for_deletion``): what is left here was accepted
+    during the deletion, or belongs to a customer a retry found deleted, and would reach a customer whom no
+    invoice bills. The rows stay (their identifiers still count as duplicates; ``flask usage-events
+    --failed`` lists them). The caller commits.
     """
     return db.session.execute(update(UsageEvent).where(UsageEvent.customer == customer, UsageEvent.status == PENDING)
                               .values(status=FAILED, last_error=ABANDONED)

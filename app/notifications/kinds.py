@@ -23,6 +23,11 @@ NOTIFICATION_KINDS = {
     "plan_changed": "customer.subscription.updated, the items' prices changed. data: subscription, from, to "
                     "(sorted price ids).",
     "subscription_ended": "customer.subscription.deleted. data: subscription.",
+    "plan_change_scheduled": "subscription_schedule.created or .updated whose next phase changes the plan's price or "
+                             "seats (a new change: not one already announced). data: subscription, price, quantity, "
+                             "at (the phase's start, Unix seconds).",
+    "plan_change_withdrawn": "subscription_schedule.released before its next phase started, or .updated that "
+                             "dropped the next phase's change. data: subscription, price (the change withdrawn).",
     "payment_failed": "invoice.payment_failed for a subscription's invoice, not its first (billing_reason "
                       "subscription_create: the subscription is still incomplete and the payment form tells "
                       "the person). data: subscription, invoice, attempt_count, next_payment_attempt (null "
@@ -62,6 +67,12 @@ NOTIFICATION_KINDS = {
                              "admin. data: organization {id, name}, from {id, email, name}, to {id, email, name}.",
     "organization_deleted": "An organisation was deleted by its owner (its subscription cancelled at once); to each "
                             "member but the owner. data: organization {id, name}.",
+    "quota_warning": "A consume (POST /entitlements/check) or a settle took a quota past one of "
+                     "ENTITLEMENT_ALERT_THRESHOLDS below 100% of its limit; once per threshold, feature and period. "
+                     "data: feature, threshold (percent), limit, used, period, reset_at (null: never), "
+                     "alert (its key).",
+    "quota_reached": "As quota_warning, at 100% of the limit: nothing more is allowed this period (unless the quota "
+                     "has overage). data: as quota_warning.",
     "member_left": "A member left an organisation or was removed (their account deleted too); to its owner and "
                    "admins. data: member {id, email, name}, reason (left or removed), organization {id, name}.",
 }

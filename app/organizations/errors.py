@@ -58,3 +58,22 @@ class OwnsOrganization(Conflict):
     def for_organizations(cls, ids):
         return cls("You own an organisation with other members: transfer it (POST /organizations/<id>/transfer) "
                    "or remove them before deleting your account.", details={"organizations": ids})
+
+    @classmethod
+    def billed_alone(cls, ids):
+        return cls("You are the only member of more than one organisation with a Stripe customer: delete them "
+                   "(DELETE /organizations/<id>) first, all but one, before deleting your account.",
+                   details={"organizations": ids})
+
+
+class MemberOfOrganizations(Conflict):
+    """409: the account is a member of more organisations with billed seats than its deletion leaves itself
+    (CONTRACT "Changes to the fifth round": "Bounded Stripe work")."""
+
+    code = "member_of_organizations"
+
+    @classmethod
+    def billed(cls, ids):
+        return cls("You are a member of more than one organisation whose seats are billed: leave them "
+                   "(DELETE /organizations/<id>/members/<your id>) first, all but one, before deleting your account.",
+                   details={"organizations": ids})

@@ -1,7 +1,6 @@
 """Invitation endpoints (CONTRACT "Organisations"): invite, list, revoke, accept. Each view commits."""
 from flask import g
 
-from app import presentation
 from app.auth.bearer import auth_required, current_user_for_update, provider_calls_limited
 from app.errors import AppError
 from app.extensions import db
@@ -14,6 +13,7 @@ from app.organizations.schemas import (
     OrganizationSchema,
 )
 from app.organizations.views import READ, WRITE, blp, present
+from app.presentation.organizations import present_invitation
 
 
 @blp.route("/organizations/<organization_id>/invitations", methods=["POST"])
@@ -30,7 +30,7 @@ def invite(body, organization_id):
     membership = access.manager(organization_id, g.current_user)
     invitation = invitations.invite(membership.organization, current_user_for_update(), body["email"], body["role"])
     db.session.commit()
-    return presentation.present_invitation(invitation)
+    return present_invitation(invitation)
 
 
 @blp.route("/organizations/<organization_id>/invitations", methods=["GET"])
@@ -41,7 +41,7 @@ def invite(body, organization_id):
 def pending(organization_id):
     """Return the pending invitations, oldest first. Owner, admin."""
     membership = access.manager(organization_id, g.current_user)
-    return {"data": [presentation.present_invitation(row) for row in invitations.pending(membership.organization)]}
+    return {"data": [present_invitation(row) for row in invitations.pending(membership.organization)]}
 
 
 @blp.route("/organizations/<organization_id>/invitations/<invitation_id>", methods=["DELETE"])

@@ -9,28 +9,48 @@ exists and has not expired: revoking or accepting deletes the row, and the link 
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from app import email_tokens
 from app.auth.service import normalise_email
 from app.errors import EmailUnverified, InvalidEmailToken
 from app.extensions import db, limiter
 from app.models import User
-from app.models.organization import MEMBER, Invitation, Membership
+from app.models.organization import ADMIN, MANAGERS, MEMBER, OWNER, Invitation, Membership
 from app.notifications import notify_account, notify_membership
 from app.organizations import seats
 from app.organizations.errors import AlreadyInvited, AlreadyMember, EmailMismatch, InvitationNotFound
 from app.timeutil import utcnow
 
 RATE_LIMIT_SCOPE = "organization-invitations"
+USER_RATE_LIMIT_SCOPE = "user-invitations"
+# An invitation never grants a role above its sender's at acceptance.
+ROLE_RANK = {MEMBER: 0, ADMIN: 1, OWNER: 2}
+
+
+def require_verified(user):
+    """Raise ``EmailUnverified`` (403) unless ``user``'s address is verified: inviting and creating an organisation
+    send mail and open billing in the user's name (CONTRACT "Changes to the fifth round": limits per person)."""
+    if user.email_verified_at is None:
+        raise EmailUnverified("Verify your email address first: only a verified address may invite or create an "
+                              "organisation.")
+
+
+def revoke_sent_by(organization, user_id):
+    """Revoke the pending invitations ``user_id`` sent for ``organization``: they carry their sender's authority,
+    which ends when the sender is demoted, removed, leaves or is deleted (CONTRACT "Changes to the fifth round")."""
+    db.session.execute(delete(Invitation).where(Invitation.organization_id == organization.id,
+                                                Invitation.invited_by == user_id))
 
 
 def invite(organization, inviter, email, role=MEMBER):
     """Invite ``email`` as ``role``; return the ``Invitation``, its email queued to the address.
 
     ``ORGANIZATION_INVITATION_RATE_LIMIT`` per organisation (429), counted once the caller may invite.
-    Raises ``AlreadyMember`` / ``AlreadyInvited`` (409).
+    Raises ``AlreadyMember`` / ``AlreadyInvited`` (409); ``EmailUnverified`` (403) for an inviter whose address
+    is not verified; ``USER_INVITATION_RATE_LIMIT`` per inviter, across organisations (429).
     """
+    require_verified(inviter)
     email = normalise_email(email)
     member = db.session.scalar(select(Membership.user_id).join(User, User.id == Membership.user_id).where(
         Membership.organization_id == organization.id, User.email == email))
@@ -40,6 +60,7 @@ def invite(organization, inviter, email, role=MEMBER):
     if pending is not None:
         raise AlreadyInvited()
     limiter.hit(current_app.config["ORGANIZATION_INVITATION_RATE_LIMIT"], RATE_LIMIT_SCOPE, organization.id)
+    limiter.hit(current_app.config["USER_INVITATION_RATE_LIMIT"], USER_RATE_LIMIT_SCOPE, inviter.id)
     # An expired invitation of the address is replaced: the unique key holds one per address.
     db.session.execute(Invitation.__table__.delete().where(Invitation.organization_id == organization.id,
                                                            Invitation.email == email))
@@ -103,6 +124,11 @@ def accept(user, token):
         raise EmailUnverified("Verify your email address first: the invitation is for a verified address.")
     organization = invitation.organization
     organization.lock()
+    sender = db.session.get(Membership, (organization.id, invitation.invited_by)) if invitation.invited_by else None
+    if sender is None or sender.role not in MANAGERS or ROLE_RANK[invitation.role] > ROLE_RANK[sender.role]:
+        # Its sender may no longer invite, or not to this role: it dies with their authority.
+        db.session.delete(invitation)
+        raise InvalidEmailToken()
     if db.session.get(Membership, (organization.id, user.id)) is not None:
         raise AlreadyMember("You are already a member of this organisation.")
     seats.refuse_while_first_payment_open(organization)

@@ -25,7 +25,7 @@ from app.idempotency import provider_key
 from app.models import Invitation, Membership, User
 from app.models.seat import ADMITTED, APPLIED, EXPIRED, HELD, SeatChange
 from app.notifications import notify_account, notify_membership
-from app.subscription import current
+from app.subscription import current, schedules
 from app.subscription.errors import PaymentPending, PaymentRequired
 from app.timeutil import utcnow
 
@@ -171,6 +171,9 @@ def change_seats(organization, delta, reason, invitation=None, user=None):
         change.invitation_id = invitation.id
         change.expires_at = timeutil.from_timestamp(pending["expires_at"])
         raise SeatDeclined()
+    # Seats follow members across a plan change scheduled for the period's end (CONTRACT "Plan changes at the
+    # period's end"): every phase of the service's schedule takes the new quantity.
+    schedules.follow_seats(organization, row, count)
     return row
 
 
@@ -213,6 +216,9 @@ def admit(held):
         return
     db.session.add(Membership(organization_id=organization.id, user_id=user.id, role=held.role))
     db.session.execute(delete(Invitation).where(Invitation.id == held.invitation_id))
+    row = seat_subscription(organization)
+    if row is not None:
+        schedules.follow_seats(organization, row, held.quantity)
     notify_membership(organization, "member_joined", user, {"role": held.role})
     notify_account(user, "invitation_accepted", {"organization": {"id": organization.id, "name": organization.name},
                                                  "role": held.role})

@@ -3,24 +3,32 @@
 Who may call what is checked by the view (``access``); these functions take the organisation and the
 caller's membership as found there. Seats follow members through ``seats``, provider-first.
 """
+from flask import current_app
 from sqlalchemy import delete, select
 
-from app.auth.profile import delete_customer
+from app.auth import profile
 from app.auth.recovery import check_password
 from app.billing.provider import get_provider
-from app.extensions import db
+from app.extensions import db, limiter
 from app.models import User
 from app.models.billable import lock_row
 from app.models.organization import ADMIN, MANAGERS, MEMBER, OWNER, Invitation, Membership, Organization
 from app.notifications import notify_account, notify_membership
-from app.organizations import seats
+from app.organizations import invitations, seats
 from app.organizations.access import require
-from app.organizations.errors import MemberNotFound, OwnerMustTransfer, OwnsOrganization
+from app.organizations.errors import MemberNotFound, MemberOfOrganizations, OwnerMustTransfer, OwnsOrganization
 from app.pagination import MAX_ID, InvalidCursor
+from app.usage import delivery
 
+CREATE_RATE_LIMIT_SCOPE = "organization-create"
 
 def create(user, name):
-    """Create an organisation with ``user`` as its owner; return it. No Stripe customer yet (made on first use)."""
+    """Create an organisation with ``user`` as its owner; return it. No Stripe customer yet (made on first use).
+
+    Only from a verified address (``EmailUnverified``, 403), at most ``ORGANIZATION_CREATE_RATE_LIMIT`` per user
+    (429): each organisation would be a limit of its own (CONTRACT "Changes to the fifth round")."""
+    invitations.require_verified(user)
+    limiter.hit(current_app.config["ORGANIZATION_CREATE_RATE_LIMIT"], CREATE_RATE_LIMIT_SCOPE, user.id)
     organization = Organization(name=name)
     db.session.add(organization)
     db.session.flush()
@@ -95,6 +103,8 @@ def set_role(organization, user_id, role):
     member = _member(organization, user_id)
     if member.role == OWNER:
         raise OwnerMustTransfer("The owner's role changes only by transferring the organisation.")
+    if role not in MANAGERS:
+        invitations.revoke_sent_by(organization, member.user_id)
     member.role = role
     return member
 
@@ -114,6 +124,7 @@ def remove(organization, caller, user_id):
     if member.role == OWNER:
         raise OwnerMustTransfer()
     seats.change_seats(organization, -1, "remove")
+    invitations.revoke_sent_by(organization, user_id)
     db.session.delete(member)
     db.session.flush()
     notify_membership(organization, "member_left", member.user,
@@ -160,10 +171,14 @@ def _person(user):
 
 
 def delete_organization(organization, owner, password):
-    """Delete the organisation, Stripe first (as ``DELETE /auth/me``): its live subscription cancelled now
-    and its customer deleted; then members, invitations, subscriptions and the row. ``WrongPassword``
-    (403); ``ProviderUnavailable`` (503) deletes nothing here."""
+    """Delete the organisation, Stripe first (as ``DELETE /auth/me``): its accepted usage delivered, its live
+    subscription cancelled now (the final invoice bills that usage) and its customer deleted; then members,
+    invitations, subscriptions and the row. ``WrongPassword`` (403); ``UsagePending`` (409) before any Stripe
+    call while more usage waits for delivery than a deletion sends (``usage.delivery.refuse_backlog``);
+    ``ProviderUnavailable`` (503) deletes nothing here."""
     check_password(owner.user, password)
+    if organization.provider_id:
+        delivery.refuse_backlog(organization.provider_id)
     for member in organization.members_with([ADMIN, MEMBER]):
         notify_account(member, "organization_deleted", {"organization": _named(organization)})
     _delete(organization)
@@ -172,25 +187,44 @@ def delete_organization(organization, owner, password):
 def _delete(organization):
     organization.lock()
     if organization.provider_id:
-        delete_customer(organization)
+        profile.delete_customer(organization)
     db.session.execute(delete(Invitation).where(Invitation.organization_id == organization.id))
     db.session.execute(delete(Organization).where(Organization.id == organization.id)
                        .execution_options(synchronize_session=False))
 
 
+def _refuse_unbounded(memberships):
+    """Refuse, before any Stripe call, what would make an account deletion's Stripe calls grow with what the
+    user belongs to (CONTRACT "Changes to the fifth round": "Bounded Stripe work"): more than one
+    organisation with a Stripe customer they are the only member of (``OwnsOrganization``, 409: delete them
+    first), more than one other organisation whose seats are billed (``MemberOfOrganizations``, 409: leave
+    them first), or one such customer's usage waiting (``UsagePending``, 409). ``call_costs`` counts the rest.
+    """
+    billed_alone = [member.organization for member in memberships
+                    if member.role == OWNER and member.organization.provider_id]
+    if len(billed_alone) > 1:
+        raise OwnsOrganization.billed_alone(sorted(organization.id for organization in billed_alone))
+    billed_seats = [member.organization_id for member in memberships
+                    if member.role != OWNER and seats.seat_subscription(member.organization) is not None]
+    if len(billed_seats) > 1:
+        raise MemberOfOrganizations.billed(sorted(billed_seats))
+    for organization in billed_alone:
+        delivery.refuse_backlog(organization.provider_id)
+
+
 def release_account(user):
     """Before ``user``'s account is deleted: refuse (``OwnsOrganization``, 409) while they own an organisation
-    with other members; delete each one they are the only member of (Stripe first); leave the others,
-    each seat lowered at Stripe first (``remove``)."""
-    owned = []
-    for member in db.session.scalars(select(Membership).where(Membership.user_id == user.id)).all():
-        if member.role == OWNER and seats.member_count(member.organization) > 1:
-            owned.append(member.organization_id)
+    with other members, or what ``_refuse_unbounded`` refuses; delete each one they are the only member of
+    (Stripe first); leave the others, each seat lowered at Stripe first (``remove``)."""
+    # In id order, as ``models.organization.customers_mailing_owner`` locks them: no two requests wait on each other.
+    memberships = db.session.scalars(select(Membership).where(Membership.user_id == user.id)
+                                     .order_by(Membership.organization_id)).all()
+    owned = [member.organization_id for member in memberships
+             if member.role == OWNER and seats.member_count(member.organization) > 1]
     if owned:
         raise OwnsOrganization.for_organizations(sorted(owned))
-    # In id order, as ``models.organization.customers_mailing_owner`` locks them: no two requests wait on each other.
-    for member in db.session.scalars(select(Membership).where(Membership.user_id == user.id)
-                                     .order_by(Membership.organization_id)).all():
+    _refuse_unbounded(memberships)
+    for member in memberships:
         if member.role == OWNER:
             _delete(member.organization)
         else:

@@ -6,7 +6,6 @@ Reads take ``organizations:read``, writes ``organizations:write``; the caller's 
 from flask import g
 from sqlalchemy import func, select
 
-from app import presentation
 from app.api import Blueprint
 from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
 from app.auth.schemas import PasswordConfirmSchema
@@ -25,6 +24,7 @@ from app.organizations.schemas import (
     RoleSchema,
     TransferSchema,
 )
+from app.presentation.organizations import present_member, present_organization
 
 blp = Blueprint("organizations", __name__, description="Organisations, members, invitations and their billing")
 
@@ -36,7 +36,7 @@ def present(membership):
     organization = membership.organization
     pending = db.session.scalar(select(func.count()).select_from(Invitation)
                                 .where(Invitation.organization_id == organization.id))
-    return presentation.present_organization(
+    return present_organization(
         membership, {"members": seats.member_count(organization), "invitations": pending})
 
 
@@ -45,8 +45,11 @@ def present(membership):
 @WRITE
 @blp.arguments(OrganizationCreateSchema)
 @blp.response(201, OrganizationSchema)
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(429, response="TOO_MANY_REQUESTS")
 def create(body):
-    """Create an organisation; the caller is its owner."""
+    """Create an organisation; the caller is its owner. 403 ``email_unverified`` until the caller's address is
+    verified; 429 past ``ORGANIZATION_CREATE_RATE_LIMIT`` (per user)."""
     user = current_user_for_update()
     organization = service.create(user, body["name"])
     db.session.commit()
@@ -117,7 +120,7 @@ def members(query, organization_id):
     """Return the members by user id; page with ``starting_after`` (a user id). Any member."""
     membership = access.membership(organization_id, g.current_user)
     rows, has_more = service.members(membership.organization, **query)
-    return {"data": [presentation.present_member(row) for row in rows], "has_more": has_more}
+    return {"data": [present_member(row) for row in rows], "has_more": has_more}
 
 
 @blp.route("/organizations/<organization_id>/members/<int:user_id>", methods=["PATCH"])
@@ -132,7 +135,7 @@ def set_role(body, organization_id, user_id):
     membership = access.manager(organization_id, g.current_user)
     member = service.set_role(membership.organization, user_id, body["role"])
     db.session.commit()
-    return presentation.present_member(member)
+    return present_member(member)
 
 
 @blp.route("/organizations/<organization_id>/members/<int:user_id>", methods=["DELETE"])

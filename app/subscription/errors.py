@@ -79,3 +79,25 @@ class PaymentPending(Conflict):
         return cls("An earlier change of this subscription waits for its invoice to be paid: pay it at "
                    "hosted_invoice_url (it applies that change) or let it expire, then change the subscription. "
                    "Cancelling stays possible.", details=_invoice_details(invoice))
+
+
+class ChangeScheduled(Conflict):
+    """409: a swap now while a change at the period's end is scheduled (CONTRACT "Plan changes at the period's end")."""
+
+    code = "change_scheduled"
+
+    @classmethod
+    def for_change(cls, change):
+        """``change``: the stored ``scheduled_change`` (``app.billing.schedules``)."""
+        return cls("A plan change is scheduled for the period's end: withdraw it (DELETE "
+                   "/subscription/scheduled-change) or schedule another one (POST /subscription/swap with "
+                   "at=period_end).",
+                   details={"price": change.get("price"), "at": change.get("at")})
+
+
+class ScheduleNotOurs(Conflict):
+    """409: the subscription's Stripe schedule was made elsewhere (the Dashboard, the API): shown, never changed."""
+
+    code = "schedule_not_ours"
+    message = ("The subscription's changes are scheduled outside this service (a Stripe subscription schedule it did "
+               "not make), so it does not change or release them; they are shown as scheduled_change.")

@@ -11,6 +11,7 @@ here; a change a pending update cannot hold (a discount, metered items moved) is
 ``error_if_incomplete``. Notifications still come only from the webhooks that follow. Nothing here commits.
 """
 from flask import current_app
+from sqlalchemy import delete
 
 from app import presentation
 from app.billing import objects, plans, prices, promotions, redemptions
@@ -18,7 +19,9 @@ from app.billing.provider import get_provider
 from app.billing.provider_errors import ChangeDeclined
 from app.billing.statuses import PAUSED_STATUSES, TERMINAL_STATUSES, VALID_STATUSES
 from app.errors import UnknownPrice
+from app.extensions import db
 from app.idempotency import provider_key
+from app.models import ProrationQuote
 from app.subscription import current
 from app.subscription.errors import NotSubscribed, PaymentRequired, SubscriptionEnded
 from app.timeutil import utcnow
@@ -42,7 +45,7 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
     """
     subscription = current.priced(billable)
     if proration_date is not None:
-        current.check_proration_date(subscription, proration_date, current.stripe_now(subscription))
+        _spend_proration_date(subscription, proration_date)
     current.refuse_while_pending(billable, subscription)
     item = subscription.licensed_items[0]
     provider = get_provider()
@@ -74,6 +77,16 @@ def _change_item(billable, action, change, proration_date, promotion_code=None):
     if not _carries(live, change) and pending is not None and isinstance(live.get("latest_invoice"), dict):
         raise PaymentRequired.for_invoice(live["latest_invoice"])
     return row, pending
+
+
+def _spend_proration_date(subscription, value):
+    """Take a preview's ``proration_date`` for this one change (``current.check_proration_date``: 422 when no
+    preview issued it), and drop it so that no second change prorates from it (CONTRACT "Changes to the fifth
+    round": "A preview's proration_date serves one swap"); a swap that fails rolls the drop back with it. Under
+    the billable's lock (``current.priced``), so two swaps sent together with one date take it once."""
+    current.check_proration_date(subscription, value, current.stripe_now(subscription))
+    db.session.execute(delete(ProrationQuote).where(ProrationQuote.provider_subscription == subscription.provider_id,
+                                                    ProrationQuote.proration_date == value))
 
 
 def _carries(live, change):

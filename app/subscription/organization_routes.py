@@ -10,6 +10,7 @@ ORGANIZATION_ROUTES = (
     ("/subscription/checkout", ["POST"], selling.checkout), ("/subscription/portal", ["POST"], views.portal),
     ("/subscription/swap", ["POST"], views.swap), ("/subscription/swap/preview", ["GET"], views.swap_preview),
     ("/subscription/cancel", ["POST"], views.cancel), ("/subscription/resume", ["POST"], views.resume),
+    ("/subscription/scheduled-change", ["DELETE"], views.withdraw_scheduled_change),
     ("/subscription/invoices", ["GET"], billing_page_views.invoices),
     ("/subscription/invoices/upcoming", ["GET"], billing_page_views.upcoming_invoice),
     ("/subscription/payment-method", ["POST"], billing_page_views.payment_method),

@@ -7,7 +7,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from app.fields import STORABLE_DESCRIPTION, Boolean, StrictQuerySchema, Text, Url
 from app.notifications.schemas import NotificationSchema
 from app.pagination import PageQuerySchema
-from app.presentation import InvoiceSchema, PendingUpdateSchema, SubscriptionSchema
+from app.presentation import InvoiceSchema, PendingUpdateSchema, ScheduledChangeSchema, SubscriptionSchema
 
 
 class SubscriptionStateSchema(Schema):
@@ -51,22 +51,53 @@ class IntentSchema(Schema):
 _PRICE = {"description": "Provider price id, one of PROVIDER_PLANS"}
 
 
+# When a swap applies (CONTRACT "Plan changes at the period's end"): now, or when the current period ends.
+SWAP_AT = ("now", "period_end")
+
+
+def swap_at_field():
+    return Text(load_default="now", validate=validate.OneOf(SWAP_AT), metadata={
+        "description": "now (default), or period_end: the new price from the current period's end, through a Stripe "
+                       "subscription schedule; nothing is charged before"})
+
+
+def refuse_at_period_end(data):
+    """A change at the period's end prorates nothing and keeps the subscription's discounts: ``ValidationError`` for
+    a ``proration_date`` or a ``promotion_code`` with it."""
+    if data.get("at") == "period_end":
+        refused = {name: ["Not with at=period_end."] for name in ("proration_date", "promotion_code")
+                   if data.get(name) is not None}
+        if refused:
+            raise ValidationError(refused)
+
+
 class SwapRequestSchema(Schema):
     price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
     proration_date = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1), load_default=None,
                                     metadata={"description": "Unix seconds: the preview's proration_date, so that the "
                                                              "charge is what it showed; at most 10 minutes old"})
     promotion_code = promotion_code_field()
+    at = swap_at_field()
+
+    @validates_schema
+    def nothing_prorated_later(self, data, **kwargs):
+        refuse_at_period_end(data)
 
 
 class SwapPreviewQuerySchema(StrictQuerySchema):
     price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
     promotion_code = promotion_code_field()
+    at = swap_at_field()
+
+    @validates_schema
+    def nothing_prorated_later(self, data, **kwargs):
+        refuse_at_period_end(data)
 
 
 class SwapSchema(Schema):
     subscription = fields.Nested(SubscriptionSchema, required=True)
     pending_update = fields.Nested(PendingUpdateSchema, allow_none=True, required=True)
+    scheduled_change = fields.Nested(ScheduledChangeSchema, allow_none=True, required=True)
 
 
 class InvoiceLineSchema(Schema):

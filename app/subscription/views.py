@@ -11,7 +11,7 @@ from app.http import NO_STORE, no_store
 from app.idempotency import idempotent
 from app.notifications import list_notifications
 from app.pagination import PageQuerySchema
-from app.subscription import management, service
+from app.subscription import management, schedules, service
 from app.subscription.billables import current_billable, resolved
 from app.subscription.schemas import (
     CancelRequestSchema,
@@ -131,10 +131,21 @@ def swap(body):
     ``subscription_past_due`` / ``payment_pending`` (an earlier change awaits payment); 422
     ``unknown_price``, or ``validation_error`` for a ``proration_date`` that is not a preview's of the
     last 10 minutes. See ``management.swap``.
+
+    With ``at=period_end`` nothing is charged: a Stripe subscription schedule moves the subscription to the price
+    when the period ends (``scheduled_change``; a second one replaces it), see ``schedules.swap_at_period_end``;
+    409 ``schedule_not_ours`` when a schedule made elsewhere manages the subscription. A swap now while a change is
+    scheduled is 409 ``change_scheduled``.
     """
-    subscription, pending = management.swap(current_billable(), body["price"], body["proration_date"],
-                                            body["promotion_code"])
-    return {"subscription": presentation.present_subscription(subscription), "pending_update": pending}
+    billable, pending = current_billable(), None
+    if body["at"] == "period_end":
+        subscription, _ = schedules.swap_at_period_end(billable, body["price"])
+    else:
+        schedules.refuse_while_scheduled(billable)
+        subscription, pending = management.swap(billable, body["price"], body["proration_date"],
+                                                body["promotion_code"])
+    shown = presentation.present_subscription(subscription)
+    return {"subscription": shown, "pending_update": pending, "scheduled_change": shown["scheduled_change"]}
 
 
 @blp.route("/subscription/swap/preview", methods=["GET"])
@@ -150,7 +161,10 @@ def swap(body):
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def swap_preview(query):
     """Return Stripe's preview of a swap: what it charges now (a dearer price) or the next invoice with its
-    credit (a cheaper one), in minor units, and the ``proration_date`` (now) to swap with within 10 minutes."""
+    credit (a cheaper one), in minor units, and the ``proration_date`` (now) to swap with within 10 minutes.
+    With ``at=period_end``: the first invoice at the new price, ``proration_date`` null."""
+    if query["at"] == "period_end":
+        return schedules.preview_at_period_end(current_billable(), query["price"])
     preview = management.preview_swap(current_billable(), query["price"], query["promotion_code"])
     db.session.commit()  # the proration date it issued, which the swap accepts
     return preview
@@ -161,7 +175,13 @@ def swap_preview(query):
 @blp.arguments(CancelRequestSchema, required=False)
 @blp.response(200, SubscriptionBodySchema, headers=NO_STORE)
 def cancel(body):
-    """Cancel the live subscription at the period's end (default) or now. 409 ``not_subscribed``."""
+    """Cancel the live subscription at the period's end (default) or now. 409 ``not_subscribed``.
+
+    At the period's end a plan change scheduled by the service is withdrawn first (Stripe refuses to schedule the
+    cancellation of a subscription a schedule manages); one scheduled elsewhere is 409 ``schedule_not_ours``.
+    """
+    if body["at_period_end"]:
+        schedules.release_before_cancel(current_billable())
     subscription = management.cancel(current_billable(), body["at_period_end"])
     return {"subscription": presentation.present_subscription(subscription)}
 
@@ -183,9 +203,21 @@ def resume():
 @blp.response(200, SubscriptionBodySchema, headers=NO_STORE)
 def quantity(body):
     """Set the seats (``quantity`` 1-10,000) of the live subscription; more seats are charged at once, fewer
-    follow ``PROVIDER_PRORATION``; errors as ``/subscription/swap``."""
+    follow ``PROVIDER_PRORATION``; errors as ``/subscription/swap``. A change scheduled for the period's end
+    keeps the new seats (``schedules.follow_seats``)."""
     subscription = management.set_quantity(current_billable(), body["quantity"])
+    schedules.follow_seats(current_billable(), subscription, body["quantity"])
     return {"subscription": presentation.present_subscription(subscription)}
+
+
+@blp.route("/subscription/scheduled-change", methods=["DELETE"])
+@_changing
+@blp.response(200, SubscriptionBodySchema, headers=NO_STORE)
+def withdraw_scheduled_change():
+    """Withdraw the plan change scheduled for the period's end (Stripe's schedule released: the subscription stays
+    as it is). Nothing scheduled: 200 as it is. 409 ``schedule_not_ours`` for a schedule made elsewhere,
+    ``not_subscribed``."""
+    return {"subscription": presentation.present_subscription(schedules.withdraw(current_billable()))}
 
 
 @blp.route("/notifications", methods=["GET"])

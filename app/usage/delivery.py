@@ -23,8 +23,9 @@ from datetime import timedelta
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.billing.call_costs import USAGE_DELIVERED_ON_DELETION
 from app.billing.provider_errors import MeterEventRefused
-from app.errors import AppError
+from app.errors import AppError, Conflict
 from app.extensions import db
 from app.leases import lease_due
 from app.models import UsageEvent
@@ -72,12 +73,17 @@ def claim(now, limit=BATCH):
                               .execution_options(populate_existing=True)).all()
 
 
+def _create(provider, event, meter):
+    """Send one event to Stripe (its ``identifier`` the idempotency key: "already exists" counts as sent)."""
+    customer_key, value_key = meters.payload_keys(meter)
+    provider.create_meter_event(event.event_name, {customer_key: event.customer, value_key: str(event.value)},
+                                event.identifier, event.timestamp)
+
+
 def _attempt(provider, event, meter):
     """Send one event; return ``(outcome, message)``: ``delivered``, ``retry`` or ``failed``."""
-    customer_key, value_key = meters.payload_keys(meter)
     try:
-        provider.create_meter_event(event.event_name, {customer_key: event.customer, value_key: str(event.value)},
-                                    event.identifier, event.timestamp)
+        _create(provider, event, meter)
     except MeterEventRefused as exc:
         return "failed", str(exc)
     except AppError as exc:  # ProviderUnavailable: network, timeout, 429, 5xx
@@ -85,10 +91,14 @@ def _attempt(provider, event, meter):
     return "delivered", None
 
 
+def _no_meter(event):
+    return f"no active meter at Stripe has event_name {event.event_name!r}"
+
+
 def _send(provider, pacer, event, meter):
     """``_attempt`` in its turn (``pacer``); return ``(outcome, message, when Stripe answered)``."""
     if meter is None:
-        return "failed", f"no active meter at Stripe has event_name {event.event_name!r}", utcnow()
+        return "failed", _no_meter(event), utcnow()
     pacer.wait()
     return *_attempt(provider, event, meter), utcnow()
 
@@ -123,6 +133,61 @@ def deliver_batch(provider, pacer, limit=BATCH):
         record(event, outcome, message, answered_at)
     db.session.commit()
     return Counter(outcome for outcome, _, _ in results)
+
+
+class UsagePending(Conflict):
+    """409 ``usage_pending``: more accepted usage of the customer waits for delivery than a deletion sends itself
+    (``USAGE_DELIVERED_ON_DELETION``, a bound on its Stripe calls: CONTRACT "Changes to the fifth round",
+    "Deleting an account or an organisation bills its accepted usage" and "Bounded Stripe work")."""
+
+    code = "usage_pending"
+
+    @classmethod
+    def waiting(cls, count):
+        return cls(f"{count} usage events accepted for this customer are still being delivered to Stripe, to be "
+                   "billed on its final invoice; delete it again in a minute, once they are delivered.",
+                   details={"pending": count})
+
+
+def _pending_of(customer):
+    return select(UsageEvent).where(UsageEvent.customer == customer, UsageEvent.status == PENDING)
+
+
+def refuse_backlog(customer):
+    """Raise ``UsagePending`` (409) when more than ``USAGE_DELIVERED_ON_DELETION`` events of the Stripe customer
+    ``customer`` are pending: called before a deletion's first Stripe call, so that it changes nothing."""
+    count = db.session.scalar(select(func.count()).select_from(_pending_of(customer).subquery()))
+    if count > USAGE_DELIVERED_ON_DELETION:
+        raise UsagePending.waiting(count)
+
+
+def deliver_for_deletion(provider, customer):
+    """Deliver the customer's pending events now, before its subscription is cancelled with ``invoice_now``.
+
+    At most ``USAGE_DELIVERED_ON_DELETION`` (``refuse_backlog`` refused more), oldest first, locked so that no
+    worker claims them meanwhile; sent with their own identifiers, as the worker sends them, so one a
+    worker sent too counts once. Stripe's refusal of an event marks it ``failed`` as the worker does;
+    ``ProviderUnavailable`` (503) or ``ProviderRejected`` (502) propagate, so the caller deletes nothing.
+    Stripe calls: the active meters (when not cached) and one per event. Returns how many were delivered.
+    The caller commits.
+    """
+    events = db.session.scalars(_pending_of(customer).order_by(UsageEvent.id).limit(USAGE_DELIVERED_ON_DELETION)
+                                .with_for_update()).all()
+    if not events:
+        return 0
+    found = meters.active({event.event_name for event in events})
+    for event in events:
+        meter = found.get(event.event_name)
+        if meter is None:
+            record(event, "failed", _no_meter(event), utcnow())
+            continue
+        try:
+            _create(provider, event, meter)
+        except MeterEventRefused as exc:
+            record(event, "failed", str(exc), utcnow())
+        else:
+            record(event, "delivered", None, utcnow())
+    return sum(event.status == DELIVERED for event in events)
 
 
 def next_attempt_in():

@@ -24,8 +24,9 @@ from app.models import ServiceKey
 from app.timeutil import utcnow
 
 PREFIX = "svc_"
-# What a service key may do; the only ability so far.
-SERVICE_ABILITIES = {"usage:write": "POST /usage/events"}
+# What a service key may do.
+SERVICE_ABILITIES = {"usage:write": "POST /usage/events",
+                     "entitlements:check": "POST /entitlements/check, /entitlements/reservations (settle, DELETE)"}
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 SERVICE_SECURITY = [{"serviceKey": []}]
 

@@ -33,13 +33,20 @@ def default_period(subscription_id):
     return _month(datetime.now(UTC))
 
 
+# Values are summed in two halves, each of whose sums fits a 64-bit integer for billions of rows, and
+# joined in Python: one SQL SUM of values past 2**63 overflows (SQLite: "integer overflow", a 500).
+_HALF = 2**32
+
+
 def _pending(customer, start, end):
+    """``{event_name: (sum of values, count)}`` of the customer's pending events in ``[start, end)``, exact."""
     rows = db.session.execute(
-        select(UsageEvent.event_name, func.sum(UsageEvent.value), func.count())
+        select(UsageEvent.event_name, func.sum(UsageEvent.value // _HALF), func.sum(UsageEvent.value % _HALF),
+               func.count())
         .where(UsageEvent.customer == customer, UsageEvent.status == PENDING,
                UsageEvent.timestamp >= start, UsageEvent.timestamp < end)
         .group_by(UsageEvent.event_name))
-    return {name: (total, count) for name, total, count in rows}
+    return {name: (int(high) * _HALF + int(low), count) for name, high, low, count in rows}
 
 
 def usage(customer, start, end):
@@ -58,5 +65,5 @@ def usage(customer, start, end):
         formula = (meter.get("default_aggregation") or {}).get("formula")
         data.append({"event_name": name, "meter": meter["id"],
                      "value": provider.meter_event_summary(meter["id"], customer, start, end),
-                     "pending": int(count if formula == "count" else total or 0)})
+                     "pending": count if formula == "count" else total})
     return {"data": data, "start": start, "end": end}

@@ -15,13 +15,25 @@ MAX_BATCH = 100
 _IDENTIFIER = re.compile(r"[\x20-\x7e]{1,100}")
 
 
+# The identifiers of the meter events the service derives from metered quotas' consumes (``app.entitlements.
+# metering``): reserved, so that no report sent here collides with one (CONTRACT "Entitlements").
+RESERVED_PREFIX = "ent_"
+
+
 def _identifier(value):
     if not _IDENTIFIER.fullmatch(value):
         raise ValidationError("Must be 1 to 100 printable ASCII characters.")
+    if value.startswith(RESERVED_PREFIX):
+        raise ValidationError(f"Identifiers starting with {RESERVED_PREFIX!r} are the service's own (metered quotas).")
 
 
-# A meter's value is an integer; a 64-bit column holds it.
+# The largest id a 64-bit column holds.
 MAX_VALUE = 2**63 - 1
+# Stripe refuses a meter event value of more than 15 significant digits since 2026-04-22
+# (https://docs.stripe.com/changelog/dahlia/2026-04-22/billing-meter-event-values-validation); a value
+# accepted here would fail at delivery and never be billed. At most 15 digits in all, so that no
+# reading of "significant" (trailing zeros counted or not) makes Stripe refuse what was accepted.
+MAX_METER_VALUE = 10**15 - 1
 
 
 class CustomerRefSchema(Schema):
@@ -44,7 +56,9 @@ class UsageEventSchema(Schema):
     event_name = fields.String(required=True, validate=validate.Length(min=1, max=100),
                                metadata={"description": "An active meter's event_name at Stripe"})
     customer = fields.Nested(CustomerRefSchema, required=True)
-    value = fields.Integer(strict=True, required=True, validate=validate.Range(min=0, max=MAX_VALUE))
+    value = fields.Integer(strict=True, required=True, validate=validate.Range(
+        min=0, max=MAX_METER_VALUE, error="Must be a whole number from 0 to 999999999999999 (at most 15 digits)."),
+        metadata={"description": "At most 15 digits: Stripe refuses more than 15 significant digits"})
     timestamp = fields.Integer(strict=True, load_default=None, metadata={
         "description": "Unix seconds; default now. Within the past 35 days and at most 5 minutes ahead"})
 

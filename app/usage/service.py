@@ -89,3 +89,17 @@ def accept(events, service_key_id):
     metrics.usage_events("accepted", accepted)
     metrics.usage_events("duplicate", len(events) - accepted)
     return {"accepted": accepted, "duplicates": len(events) - accepted}
+
+
+def record(identifier, event_name, customer, value):
+    """Store one meter event the service itself derived (a metered quota's consume), as ``accept`` stores a
+    report: in the caller's transaction, once per ``identifier``; return whether it was new. No Stripe call:
+    the meter's ``event_name`` was checked when ``PLAN_FEATURES`` named it, and delivery refuses an unknown one
+    (the event is then ``failed``, listed by ``flask usage-events --failed``)."""
+    now = utcnow()
+    new = _insert([{"identifier": identifier, "event_name": event_name, "customer": customer, "value": value,
+                    "timestamp": int(time.time()), "service_key_id": None, "status": PENDING, "attempts": 0,
+                    "next_attempt_at": now, "created_at": now}])
+    metrics.usage_events("accepted", new)
+    return bool(new)
+

@@ -14,19 +14,22 @@ from .core.http import json_response
 from .core.store import Store, StripeError
 from .customers import responses as customers
 from .discounts import responses as discounts
+from .entitlements import responses as entitlements
+from .entitlements.models import SubscriptionWatcher
 from .intents import responses as intents
 from .invoices import responses as invoices
 from .meters import responses as meters
 from .pages import hosted_invoice, portal, portal_configurations, portal_sessions
 from .products import responses as products
+from .schedules import responses as schedules
 from .subscriptions import responses as subscriptions
 from .test_clocks import responses as test_clocks
 from .webhooks import responses as webhooks
 from .webhooks.delivery import Delivery
 
-BLUEPRINTS = (products.bp, discounts.bp, checkout.bp, customers.bp, subscriptions.bp, invoices.bp, intents.bp,
-              webhooks.bp, test_clocks.bp, meters.bp, portal_configurations.bp, portal_sessions.bp, portal.bp,
-              hosted_invoice.bp, control.bp)
+BLUEPRINTS = (products.bp, discounts.bp, checkout.bp, customers.bp, subscriptions.bp, schedules.bp, invoices.bp,
+              intents.bp, webhooks.bp, test_clocks.bp, meters.bp, entitlements.bp, portal_configurations.bp,
+              portal_sessions.bp, portal.bp, hosted_invoice.bp, control.bp)
 
 
 def create_app(start_worker: bool = True) -> Flask:
@@ -38,6 +41,8 @@ def create_app(start_worker: bool = True) -> Flask:
     app = Flask(__name__)
     st = Store()
     delivery = Delivery(st)
+    # After the delivery worker: a subscription's event is queued before the entitlements' change it causes.
+    SubscriptionWatcher(st)
     app.extensions["stripe_emulator"] = {"store": st, "delivery": delivery}
     for bp in BLUEPRINTS:
         app.register_blueprint(bp)

@@ -3,6 +3,8 @@
 # Which store collection an id belongs to, by prefix; used for lookups and ``expand``.
 PREFIX_COLLECTION = {
     "cus_": "customers",
+    # Before ``sub_``, which it starts with: the first prefix that matches names the collection.
+    "sub_sched_": "subscription_schedules",
     "sub_": "subscriptions",
     "in_": "invoices",
     "pi_": "payment_intents",
@@ -20,11 +22,15 @@ PREFIX_COLLECTION = {
     "cs_": "checkout_sessions",
     "txi_": "tax_ids",
     "mtr_": "meters",
+    "feat_": "entitlement_features",
+    "prodft_": "product_features",
+    "ent_": "active_entitlements",
 }
 
 COLLECTION_NAMES = {
     "customers": "customer",
     "subscriptions": "subscription",
+    "subscription_schedules": "subscription schedule",
     "invoices": "invoice",
     "payment_intents": "payment_intent",
     "payment_methods": "PaymentMethod",
@@ -42,5 +48,8 @@ COLLECTION_NAMES = {
     "checkout_sessions": "checkout session",
     "tax_ids": "tax ID",
     "meters": "billing meter",
+    "entitlement_features": "feature",
+    "product_features": "product feature",
+    "active_entitlements": "active entitlement",
 }
 

@@ -68,6 +68,7 @@ class Store:
             self.clock_offset = 0.0
             self.customers: dict[str, dict] = {}
             self.subscriptions: dict[str, dict] = {}
+            self.subscription_schedules: dict[str, dict] = {}
             self.invoices: dict[str, dict] = {}
             self.payment_intents: dict[str, dict] = {}
             self.payment_methods: dict[str, dict] = {}
@@ -92,6 +93,10 @@ class Store:
             self.meter_identifiers: dict[str, int] = {}
             # Events accepted but not counted, as Stripe's meter error reports list them.
             self.meter_error_reports: list[dict] = []
+            # Entitlements Features, their attachments to products, and each customer's active entitlements.
+            self.entitlement_features: dict[str, dict] = {}
+            self.product_features: dict[str, dict] = {}
+            self.active_entitlements: dict[str, dict] = {}
             self.idempotency: dict[tuple[str, str], dict] = {}
             self.faults: list[dict] = []
             # Webhook deliveries waiting for a first attempt or a retry (``webhooks/delivery.py``).

@@ -9,7 +9,8 @@
   seen within the last 24 hours (Stripe's 400 "An event already exists with identifier ..."; its
   uniqueness window is "a rolling period of at least 24 hours", the SDK's ``MeterEventCreateParams``;
   the message as langfuse/langfuse#16292 quotes it) and a ``timestamp`` outside the past 35 calendar
-  days or more than 5 minutes ahead (the same params' documentation). What Stripe checks only
+  days or more than 5 minutes ahead (the same params' documentation), and, since 2026-04-22, a value of
+  more than 15 significant digits (its changelog, named at ``_check_digits``). What Stripe checks only
   after accepting (no active meter for the name, no customer under the mapping key, a value that is
   not a whole number: "only accepts whole number values",
   https://docs.stripe.com/billing/subscriptions/usage-based/recording-usage-api) is accepted and not
@@ -25,12 +26,15 @@ The caller holds the store lock.
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+
 from ..core.store import Store, StripeError, new_id
 
 IDENTIFIER_WINDOW = 24 * 3600
 PAST_WINDOW = 35 * 86400
 FUTURE_WINDOW = 5 * 60
 GROUPING = {None: None, "hour": 3600, "day": 86400}
+MAX_SIGNIFICANT_DIGITS = 15
 
 
 def create_meter(store: Store, params: dict) -> dict:
@@ -90,6 +94,26 @@ def _number(text) -> int | None:
         return None
 
 
+def _significant_digits(text) -> int | None:
+    """The significant digits of a decimal number's text (leading and trailing zeros not counted), else ``None``."""
+    try:
+        number = Decimal(str(text).strip())
+    except InvalidOperation:
+        return None
+    return len(number.normalize().as_tuple().digits) if number.is_finite() else None
+
+
+def _check_digits(meter: dict | None, payload: dict) -> None:
+    """Stripe's synchronous refusal, since API version 2026-04-22, of a value of more than
+    ``MAX_SIGNIFICANT_DIGITS`` significant digits
+    (https://docs.stripe.com/changelog/dahlia/2026-04-22/billing-meter-event-values-validation)."""
+    key = meter["value_settings"]["event_payload_key"] if meter else "value"
+    digits = _significant_digits(payload.get(key))
+    if digits is not None and digits > MAX_SIGNIFICANT_DIGITS:
+        raise StripeError(400, f"The value in the event payload can have at most {MAX_SIGNIFICANT_DIGITS} digits. "
+                          f"Received {payload[key]}.", param=f"payload[{key}]")
+
+
 def _asynchronous_error(meter: dict | None, payload: dict) -> tuple[str, str] | None:
     """Stripe's code and message for an accepted event it will not count, else ``None``."""
     if meter is None:
@@ -113,6 +137,7 @@ def record_event(store: Store, params: dict) -> dict:
         now = store.now()
     timestamp = params.get("timestamp", now)
     _check_window(now, timestamp)
+    _check_digits(meter, payload)
     identifier = params.get("identifier") or new_id("", 32)
     _check_identifier(store, identifier, store.now())
     store.meter_identifiers[identifier] = store.now()

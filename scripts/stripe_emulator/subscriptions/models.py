@@ -12,6 +12,7 @@ from ..customers import payment_methods
 from ..customers.models import live_customer
 from ..discounts import models as discount_models
 from ..products.models import metered, subscribable
+from ..schedules import models as schedule_models
 from . import objects, prorations, rules, trials
 
 
@@ -127,6 +128,7 @@ def cancel_now(store: Store, sub: dict, ended_at: int | None = None) -> None:
     if sub["cancellation_details"]["reason"] is None:
         sub["cancellation_details"]["reason"] = "cancellation_requested"
     store.emit("customer.subscription.deleted", sub)
+    schedule_models.subscription_ended(store, sub)
 
 
 def ensure_mutable(sub: dict, params: dict) -> None:
@@ -145,6 +147,7 @@ def ensure_mutable(sub: dict, params: dict) -> None:
 
 def update_subscription(store: Store, sub: dict, params: dict) -> dict:
     ensure_mutable(sub, params)
+    schedule_models.check_subscription_update(sub, params)
     rules.check_update(store, sub, params)
     prorations.check_update(params)
     before = public(sub)

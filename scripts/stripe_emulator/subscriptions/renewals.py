@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..billing import cards, invoicing, periods
 from ..billing.objects import period_lines
 from ..core.store import Store, StripeError, public
+from ..schedules import phases as schedule_phases
 from . import dunning, pending, prorations, usage
 from .models import cancel_now
 
@@ -33,8 +34,10 @@ def _due_at(sub: dict) -> int | None:
 
 def due(store: Store, sub: dict) -> list[tuple[int, object]]:
     due = _due_at(sub)
-    # A pending update that expires at the period's end does so before the renewal, which bills the items as they are.
-    return pending.due(sub) + ([(due, process_due)] if due is not None else []) + dunning.due(store, sub)
+    # A pending update that expires at the period's end does so before the renewal, which bills the items as they are;
+    # a schedule's phase that starts then changes them before it too, so the renewal bills the new phase's.
+    return schedule_phases.due(store, sub) + pending.due(sub) + ([(due, process_due)] if due is not None else []) \
+        + dunning.due(store, sub)
 
 
 def process_due(store: Store, sub: dict) -> None:

@@ -8,7 +8,6 @@ from marshmallow import Schema, fields
 from sqlalchemy import bindparam, select
 
 from app.billing import plans
-from app.billing.statuses import LIVE_STATUSES
 from app.db_session import autocommit_engine
 from app.fields import Timestamp
 from app.models.organization import Membership, Organization
@@ -42,6 +41,16 @@ class DiscountSchema(Schema):
                          metadata={"description": "Unix seconds a repeating discount ends; null otherwise"})
 
 
+class ScheduledChangeSchema(Schema):
+    """The plan change Stripe's subscription schedule makes when the period ends (CONTRACT "Plan changes at the
+    period's end")."""
+
+    price = fields.String(required=True, metadata={"description": "The price from then on"})
+    plan = fields.String(allow_none=True, required=True)
+    quantity = fields.Integer(allow_none=True, required=True, metadata={"description": "Seats from then on"})
+    at = Timestamp(required=True, metadata={"description": "When it applies: the current period's end"})
+
+
 class SubscriptionSchema(Schema):
     id = fields.String(required=True, metadata={"description": "Provider subscription id"})
     status = fields.String(required=True, metadata={"description": "Provider status, e.g. active"})
@@ -57,6 +66,10 @@ class SubscriptionSchema(Schema):
         "description": "A price or seat change waiting for its invoice to be paid; price and seat changes are "
                        "409 payment_pending until it is paid or expires"})
     discount = fields.Nested(DiscountSchema, allow_none=True, required=True)
+    scheduled_change = fields.Nested(ScheduledChangeSchema, allow_none=True, required=True, metadata={
+        "description": "A plan change Stripe will make at the period's end (POST /subscription/swap with "
+                       "at=period_end; withdrawn with DELETE /subscription/scheduled-change); a swap now is 409 "
+                       "change_scheduled meanwhile"})
 
 
 class InvoiceSchema(Schema):
@@ -124,7 +137,18 @@ def present_subscription(subscription, now=None):
         "trial_end": subscription.trial_ends_at,
         "pending_update": _pending_update(subscription, now),
         "discount": _discount(subscription.discount),
+        "scheduled_change": present_scheduled_change(subscription),
     }
+
+
+def present_scheduled_change(subscription):
+    """``{"price", "plan", "quantity", "at"}`` of the change the subscription's Stripe schedule makes at a phase's
+    start, as last read from Stripe (``app.billing.schedules``), or ``None``."""
+    stored = subscription.scheduled_change
+    if not stored or not stored.get("price"):
+        return None
+    return {"price": stored["price"], "plan": plans.plan_for_price(stored["price"]), "quantity": stored.get("quantity"),
+            "at": from_timestamp(stored.get("at"))}
 
 
 def _discount(stored):
@@ -217,31 +241,3 @@ def present_card(billable):
     if billable.pm_type and billable.pm_last_four:
         return {"brand": billable.pm_type, "last4": billable.pm_last_four}
     return None
-
-
-def present_organization(membership, seats):
-    """Return the CONTRACT "Organization" resource for the caller's ``membership`` (its ``organization``
-    loaded); ``seats`` is ``{"members", "invitations"}`` as counted, ``paid`` is added from the live subscription."""
-    organization, now = membership.organization, utcnow()
-    live = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
-    return {
-        "id": organization.id, "name": organization.name, "role": membership.role,
-        "billing_email": organization.billing_email, "plan": plans.entitled_plan(organization, now),
-        "subscription": present_subscription(plans.current_subscription(organization, now), now),
-        "seats": {**seats, "paid": live.quantity if live is not None else None},
-        "card": present_card(organization), "created_at": organization.created_at,
-    }
-
-
-def present_member(membership):
-    """Return the CONTRACT "Member" resource."""
-    user = membership.user
-    return {"user": {"id": user.id, "email": user.email, "name": user.name}, "role": membership.role,
-            "joined_at": membership.joined_at}
-
-
-def present_invitation(invitation):
-    """Return the CONTRACT "Invitation" resource (never its token: none is stored)."""
-    return {"id": invitation.id, "email": invitation.email, "role": invitation.role,
-            "invited_by": invitation.invited_by, "created_at": invitation.created_at,
-            "expires_at": invitation.expires_at}

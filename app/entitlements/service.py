@@ -1,0 +1,201 @@
+"""Answers of the entitlement endpoints (CONTRACT "Entitlements"): the features, check and consume, reservations.
+
+Everything is read from and written to the database in the caller's transaction (the view commits);
+no Stripe call. A consume is exactly once by its ``identifier``: its row is inserted first (``INSERT
+... ON CONFLICT (identifier) DO NOTHING``; on PostgreSQL a concurrent insert of the same identifier
+waits for the first transaction), and a repeat returns the first answer stored with it. After units
+are taken, ``signals.quota_consumed`` is sent inside the transaction: the seam where metering,
+alerts and metrics hook in.
+"""
+from flask import current_app
+
+from app.entitlements import ledger
+from app.entitlements.errors import InvalidUnits, QuotaExceeded, ReservationClosed, ReservationNotFound
+from app.entitlements.features import entitled
+from app.errors import NotFound
+from app.extensions import db
+from app.idempotency import IdempotencyKeyReused
+from app.models import User
+from app.models.entitlement import RELEASED, SETTLED, EntitlementConsume, EntitlementReservation
+from app.organizations.access import organization_by_id
+from app.signals import quota_consumed
+from app.timeutil import isoformat_z
+
+
+def billable_of(customer):
+    """The ``User`` or ``Organization`` of ``{"user": id}`` / ``{"organization": "<id>"}``; raise ``NotFound``."""
+    kind, ref = next(iter(customer.items()))
+    found = db.session.get(User, ref) if kind == "user" else organization_by_id(ref)
+    if found is None:
+        raise NotFound(f"No such {kind}: {ref}.")
+    return found
+
+
+def _limit_of(spec):
+    """The limit a consume must fit, ``None`` when any amount passes (unlimited, or overage)."""
+    return None if spec["limit"] is None or spec["overage"] else spec["limit"]
+
+
+def _periodic(state, spec, now):
+    """``spec`` with the current period's ``period`` key and ``reset_at``."""
+    period, reset_at = ledger.period_of(spec, state.subscription, now)
+    return {**spec, "period": period, "reset_at": reset_at}
+
+
+def _quota(spec, owner, name, now):
+    """The Feature JSON of a quota: ``spec`` is ``_periodic``'s, the balance read now."""
+    balance = ledger.find(owner, name, spec["period"])
+    used, reserved = (balance.used, balance.reserved - ledger.unreturned(balance.id, now)) if balance else (0, 0)
+    limit = spec["limit"]
+    return {"type": "quota", "limit": limit, "used": used, "reserved": reserved,
+            "remaining": None if limit is None else max(0, limit - used - reserved),
+            "reset_at": isoformat_z(spec["reset_at"]), "overage": spec["overage"], "source": spec["source"]}
+
+
+def present(state, owner, name, spec, now):
+    """The Feature JSON of ``name`` for ``owner`` (``ledger.owner_of``)."""
+    if spec["type"] == "boolean":
+        return {"type": "boolean", "enabled": spec["enabled"], "source": spec["source"]}
+    return _quota(_periodic(state, spec, now), owner, name, now)
+
+
+def features(billable, now):
+    """``GET /entitlements``'s ``{"plan", "features": {name: Feature}, "as_of"}``; quotas the plan lacks left out."""
+    state, owner = entitled(billable, now), ledger.owner_of(billable)
+    shown = {name: present(state, owner, name, spec, now) for name, spec in sorted(state.features.items())
+             if spec is not None}
+    return {"plan": state.plan, "features": shown, "as_of": isoformat_z(state.as_of)}
+
+
+def _answer(state, name, allowed, consumed, feature):
+    return {"allowed": allowed, "feature": name, "consumed": consumed, **feature, "as_of": isoformat_z(state.as_of)}
+
+
+def _check(state, owner, name, spec, required, now):
+    """The answer of a check that takes nothing."""
+    if spec is None:  # a quota some other plan has (CONTRACT "Clarifications"): not allowed
+        return _answer(state, name, False, 0, {"type": "quota", "limit": 0, "used": 0, "reserved": 0,
+                                               "remaining": 0, "reset_at": None, "overage": False, "source": "plan"})
+    feature = present(state, owner, name, spec, now)
+    if spec["type"] == "boolean":
+        return _answer(state, name, feature["enabled"], 0, feature)
+    fits = feature["remaining"] is None or spec["overage"] or feature["remaining"] >= required
+    return _answer(state, name, fits, 0, feature)
+
+
+def _claim(owner, name, required, identifier, now):
+    """Insert the consume row of ``identifier`` and return it; or ``(None, the first answer)`` for a repeat."""
+    values = {**owner, "identifier": identifier, "feature": name, "required": required, "consumed": 0,
+              "created_at": now}
+    made = ledger.insert_ignoring(EntitlementConsume, values, "identifier")
+    if made is not None:
+        return db.session.get(EntitlementConsume, made), None
+    first = db.session.query(EntitlementConsume).filter_by(identifier=identifier).one()
+    if (first.billable, first.feature, first.required) != (owner["billable"], name, required):
+        raise IdempotencyKeyReused("This identifier was already used with another customer, feature or amount; "
+                                   "send a new identifier for a new consume.")
+    return None, first.answer
+
+
+def _take(billable, state, owner, name, spec, row, now):
+    """Take ``row.required`` units of quota ``name`` if they fit; return the answer."""
+    spec = _periodic(state, spec, now)
+    row.balance_id = ledger.ensure(owner, name, spec["period"], spec["reset_at"], now)
+    taken = ledger.consume(row.balance_id, row.required, _limit_of(spec), now) is not None
+    row.consumed = row.required if taken else 0
+    answer = _answer(state, name, taken, row.consumed, _quota(spec, owner, name, now))
+    if taken:
+        quota_consumed.send(current_app._get_current_object(), billable=billable, feature=name, spec=spec,
+                            amount=row.required, identifier=row.identifier, balance_id=row.balance_id)
+    return answer
+
+
+def check(billable, name, required, consume, identifier, now):
+    """``POST /entitlements/check``'s answer: whether ``required`` units of ``name`` are allowed, taking them
+    with ``consume`` (exactly once by ``identifier``). Raises ``UnknownFeature``, ``IdempotencyKeyReused`` (422).
+
+    A boolean feature answers ``allowed`` = enabled and consumes nothing; a quota the plan lacks, ``False``.
+    """
+    state, owner = entitled(billable, now), ledger.owner_of(billable)
+    spec = state.spec(name)
+    if not consume:
+        return _check(state, owner, name, spec, required, now)
+    row, first = _claim(owner, name, required, identifier, now)
+    if row is None:
+        return first
+    if spec is None or spec["type"] == "boolean":
+        row.answer = _check(state, owner, name, spec, required, now)
+    else:
+        row.answer = _take(billable, state, owner, name, spec, row, now)
+    return row.answer
+
+
+def _present_reservation(reservation):
+    return {"id": reservation.id, "amount": reservation.amount, "expires_at": isoformat_z(reservation.expires_at)}
+
+
+def reserve(billable, name, amount, identifier, ttl, now):
+    """Hold ``amount`` units of quota ``name`` for ``ttl`` seconds; return ``{"id", "amount", "expires_at"}``.
+
+    The same ``identifier`` again returns the same reservation. Raises ``UnknownFeature``, ``InvalidUnits``,
+    ``IdempotencyKeyReused`` (422) and ``QuotaExceeded`` (409), holding nothing.
+    """
+    state, owner = entitled(billable, now), ledger.owner_of(billable)
+    spec = state.spec(name)
+    if spec is not None and spec["type"] == "boolean":
+        raise InvalidUnits.not_a_quota(name)
+    first = db.session.query(EntitlementReservation).filter_by(identifier=identifier).first()
+    if first is not None:
+        if (first.billable, first.feature, first.amount) != (owner["billable"], name, amount):
+            raise IdempotencyKeyReused("This identifier was already used for another reservation.")
+        return _present_reservation(first)
+    if spec is None:
+        raise QuotaExceeded.asking(name, amount, 0)
+    spec = _periodic(state, spec, now)
+    balance_id = ledger.ensure(owner, name, spec["period"], spec["reset_at"], now)
+    reservation = ledger.reserve(owner, name, balance_id, amount, _limit_of(spec), identifier, ttl, now)
+    if reservation is None:
+        raise QuotaExceeded.asking(name, amount, _quota(spec, owner, name, now)["remaining"])
+    return _present_reservation(reservation)
+
+
+def _reservation(reservation_id):
+    found = db.session.get(EntitlementReservation, reservation_id, populate_existing=True)
+    if found is None:
+        raise ReservationNotFound()
+    return found
+
+
+def _owner_billable(row):
+    return billable_of({"user": row.user_id} if row.user_id is not None else {"organization": row.organization_id})
+
+
+def settle(reservation_id, amount, now):
+    """Consume ``amount`` (0 to the amount held) of the reservation and return the rest; return
+    ``{"id", "amount", "settled", "status"}``. Settling again with the same amount answers the same.
+
+    Raises ``ReservationNotFound`` (404), ``InvalidUnits`` (422: more than held) and ``ReservationClosed``
+    (409: released, expired, or settled with another amount).
+    """
+    reservation = _reservation(reservation_id)
+    if amount > reservation.amount:
+        raise InvalidUnits.more_than_held(amount, reservation.amount)
+    closed = ledger.close(reservation_id, SETTLED, amount, now)
+    reservation = _reservation(reservation_id)
+    if not closed and (reservation.status, reservation.settled) != (SETTLED, amount):
+        raise ReservationClosed.already(ledger.status_at(reservation, now))
+    if closed and amount:
+        billable = _owner_billable(reservation)
+        quota_consumed.send(current_app._get_current_object(), billable=billable, feature=reservation.feature,
+                            spec=entitled(billable, now).features.get(reservation.feature), amount=amount,
+                            identifier=reservation.identifier, reservation=True, balance_id=reservation.balance_id)
+    return {"id": reservation.id, "amount": reservation.amount, "settled": reservation.settled,
+            "status": reservation.status}
+
+
+def release(reservation_id, now):
+    """Return every unit of the reservation (an expired one has returned itself, or does now). Raises
+    ``ReservationNotFound`` (404) and ``ReservationClosed`` (409) for a settled one."""
+    _reservation(reservation_id)
+    if not ledger.close(reservation_id, RELEASED, None, now) and _reservation(reservation_id).status == SETTLED:
+        raise ReservationClosed.already(SETTLED)

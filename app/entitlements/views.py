@@ -1,0 +1,136 @@
+"""Entitlement endpoints (CONTRACT "Additions (sixth round)", "Entitlements"): thin views over ``service``.
+
+Reads take a user's bearer token; checks, consumes and reservations a service key with
+``entitlements:check`` (a user's token: ``403 insufficient_scope``). Fail closed: a database that
+cannot answer is ``503``, never an ``allowed: true``.
+"""
+from functools import wraps
+
+from flask import g
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.api import Blueprint
+from app.auth.bearer import ability_required, auth_required
+from app.entitlements import service
+from app.entitlements.errors import ledger_unavailable
+from app.entitlements.schemas import (
+    CheckAnswerSchema,
+    CheckSchema,
+    EntitlementsSchema,
+    ReservationRequestSchema,
+    ReservationSchema,
+    SettledSchema,
+    SettleSchema,
+)
+from app.extensions import db
+from app.http import NO_STORE, no_store
+from app.models import User
+from app.organizations import access
+from app.timeutil import utcnow
+from app.usage.keys import service_key_required
+
+blp = Blueprint("entitlements", __name__, description="What a customer may do, and how much of a quota is left")
+CHECK = "entitlements:check"
+
+
+def fail_closed(view):
+    """Answer ``503`` when the database fails anywhere in the request (the key's check included): no answer is
+    given, and nothing is taken, without the ledger."""
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        try:
+            return view(*args, **kwargs)
+        except SQLAlchemyError:
+            db.session.rollback()
+            raise ledger_unavailable() from None
+    return wrapper
+
+
+@blp.route("/entitlements", methods=["GET"])
+@fail_closed
+@auth_required
+@ability_required("subscription:read")
+@blp.response(200, EntitlementsSchema)
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def show():
+    """The caller's plan, features and quotas (used, reserved, remaining, reset) and ``as_of``."""
+    return service.features(db.session.get(User, g.current_user.id), utcnow())
+
+
+@blp.route("/organizations/<string:organization_id>/entitlements", methods=["GET"])
+@fail_closed
+@auth_required
+@ability_required("subscription:read")
+@blp.response(200, EntitlementsSchema)
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def show_organization(organization_id):
+    """The organisation's plan, features and quotas, as ``GET /entitlements``: any member (else ``404``)."""
+    return service.features(access.membership(organization_id, g.current_user).organization, utcnow())
+
+
+@blp.route("/entitlements/check", methods=["POST"])
+@fail_closed
+@no_store
+@service_key_required(CHECK)
+@blp.arguments(CheckSchema)
+@blp.response(200, CheckAnswerSchema, headers=NO_STORE)
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def check(body):
+    """Whether ``required`` units of ``feature`` are allowed; with ``consume``, take them if all fit, exactly once by
+    ``identifier`` (a repeat returns the first answer). Refused: ``200`` with ``allowed: false``, nothing taken."""
+    answer = service.check(service.billable_of(body["customer"]), body["feature"], body["required"], body["consume"],
+                           body.get("identifier"), utcnow())
+    db.session.commit()
+    return answer
+
+
+@blp.route("/entitlements/reservations", methods=["POST"])
+@fail_closed
+@no_store
+@service_key_required(CHECK)
+@blp.arguments(ReservationRequestSchema)
+@blp.response(201, ReservationSchema, headers=NO_STORE)
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def reserve(body):
+    """Hold ``amount`` units of a quota for ``ttl`` seconds (``409 quota_exceeded`` when fewer are left)."""
+    answer = service.reserve(service.billable_of(body["customer"]), body["feature"], body["amount"],
+                             body["identifier"], body["ttl"], utcnow())
+    db.session.commit()
+    return answer
+
+
+@blp.route("/entitlements/reservations/<string:reservation_id>/settle", methods=["POST"])
+@fail_closed
+@no_store
+@service_key_required(CHECK)
+@blp.arguments(SettleSchema)
+@blp.response(200, SettledSchema, headers=NO_STORE)
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def settle(body, reservation_id):
+    """Consume ``amount`` of the reserved units and return the rest (``409`` once released or expired)."""
+    answer = service.settle(reservation_id, body["amount"], utcnow())
+    db.session.commit()
+    return answer
+
+
+@blp.route("/entitlements/reservations/<string:reservation_id>", methods=["DELETE"])
+@fail_closed
+@no_store
+@service_key_required(CHECK)
+@blp.response(204, headers=NO_STORE)
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
+def release(reservation_id):
+    """Return every reserved unit; an expired reservation has returned itself (``409`` once settled)."""
+    service.release(reservation_id, utcnow())
+    db.session.commit()
