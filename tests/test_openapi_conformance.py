@@ -28,7 +28,8 @@ ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
 # many repeated values for an organisation's usage goes past the URI length the service takes (414,
 # which schemathesis does not count as a refusal).
 KEYED = {"/subscription/portal", "/subscription/swap", "/subscription/cancel", "/subscription/resume",
-         "/subscription/quantity", "/subscription/payment-method", "/subscription/checkout"}
+         "/subscription/quantity", "/subscription/payment-method", "/subscription/checkout",
+         "/subscription/scheduled-change"}
 ACCEPTED_WHEN_VALID = {"/subscription/intent", "/subscription/swap/preview", "/subscription/invoices",
                        "/subscription/tax-ids"} | KEYED
 ORGANIZATION = "/organizations/{organization_id}"
