@@ -9,6 +9,7 @@ import pytest
 from app import email_tokens
 from app.extensions import db
 from app.models import Membership
+from tests.conftest import PASSWORD
 from tests.test_organizations import account, join, make_team, user_id
 
 
@@ -50,6 +51,31 @@ def test_an_admins_pending_invitation_dies_with_their_authority(app, client, how
     assert client.get(f"/organizations/{org}", headers=second).status_code == 404
 
 
+def test_a_deleted_admins_pending_invitation_dies_with_their_account(app, client):
+    """Before: an admin deleting their account left their admin invitation valid for their second address."""
+    team = make_team(app, client)
+    sent = invite(client, team["org"], team["bob"], "bob.second@example.com", "admin").json
+    assert client.delete("/auth/me", json={"password": PASSWORD}, headers=team["bob"]).status_code == 204
+    assert client.get(f"/organizations/{team['org']}/invitations", headers=team["ada"]).json["data"] == []
+    second = account(client, "bob.second@example.com")
+    refused = accept(client, app, second, sent)
+    assert refused.status_code == 400 and refused.json["error"]["code"] == "invalid_token", refused.json
+
+
+def test_an_owner_sent_admin_invitation_survives_the_owners_transfer(app, client):
+    """A transfer makes the old owner an admin, who may still invite admins: their invitations stay valid."""
+    team = make_team(app, client)
+    sent = invite(client, team["org"], team["ada"], "dee@example.com", "admin").json
+    moved = client.post(f"/organizations/{team['org']}/transfer",
+                        json={"user_id": team["ids"]["cy"], "password": PASSWORD}, headers=team["ada"])
+    assert moved.status_code == 200, moved.json
+    assert [row["id"] for row in client.get(f"/organizations/{team['org']}/invitations",
+                                            headers=team["ada"]).json["data"]] == [sent["id"]]
+    dee = account(client, "dee@example.com")
+    joined = accept(client, app, dee, sent)
+    assert joined.status_code == 200 and joined.json["role"] == "admin", joined.json
+
+
 def test_an_invitation_never_grants_a_role_above_its_senders_at_acceptance(app, client):
     """Defence in depth: an invitation whose sender is no manager when it is accepted (a change that did not go
     through the service's revocation, here a direct demotion) grants nothing."""
@@ -59,7 +85,8 @@ def test_an_invitation_never_grants_a_role_above_its_senders_at_acceptance(app, 
         db.session.get(Membership, (team["org"], team["ids"]["bob"])).role = "member"
         db.session.commit()
     dee = account(client, "dee@example.com")
-    assert accept(client, app, dee, sent).status_code == 400
+    refused = accept(client, app, dee, sent)
+    assert refused.status_code == 400 and refused.json["error"]["code"] == "invalid_token", refused.json
     owner_sent = invite(client, team["org"], team["ada"], "eve@example.com", "admin").json
     eve = account(client, "eve@example.com")
     joined = accept(client, app, eve, owner_sent)

@@ -70,9 +70,10 @@ def revoke(organization_id, invitation_id):
 def accept(body):
     """Join the organisation of an invitation: the caller's verified address must be the invited one (403
     ``email_mismatch`` / ``email_unverified``); 400 ``invalid_token`` for a revoked, expired, used or foreign
-    token. With a live subscription the seat is charged first: declined, 402 ``payment_required`` and the
-    caller is not added (the invitation stays valid). Counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT``
-    (429 past it): while the organisation's first payment is open (409) a retry still asks Stripe."""
+    token, or one whose sender is no longer the organisation's owner or admin. With a live subscription the
+    seat is charged first: declined, 402 ``payment_required`` and the caller is not added (the invitation stays
+    valid). Counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT`` (429 past it): while the organisation's first
+    payment is open (409) a retry still asks Stripe."""
     try:
         membership = invitations.accept(current_user_for_update(), body["token"])
     except AppError as error:

@@ -16,7 +16,7 @@ from app.auth.service import normalise_email
 from app.errors import EmailUnverified, InvalidEmailToken
 from app.extensions import db, limiter
 from app.models import User
-from app.models.organization import ADMIN, MANAGERS, MEMBER, OWNER, Invitation, Membership
+from app.models.organization import MANAGERS, MEMBER, Invitation, Membership
 from app.notifications import notify_account, notify_membership
 from app.organizations import seats
 from app.organizations.errors import AlreadyInvited, AlreadyMember, EmailMismatch, InvitationNotFound
@@ -24,8 +24,6 @@ from app.timeutil import utcnow
 
 RATE_LIMIT_SCOPE = "organization-invitations"
 USER_RATE_LIMIT_SCOPE = "user-invitations"
-# An invitation never grants a role above its sender's at acceptance.
-ROLE_RANK = {MEMBER: 0, ADMIN: 1, OWNER: 2}
 
 
 def require_verified(user):
@@ -111,11 +109,14 @@ def accept(user, token):
     """Join the organisation of the invitation ``token`` as its role; return the new ``Membership``.
 
     The caller's verified address must be the invited one (``EmailUnverified``, ``EmailMismatch``: 403).
-    The seat is paid first, at Stripe, under the organisation's lock (``seats.change_seats``): declined,
-    ``SeatDeclined`` (402), nobody is added yet and the seat is held for the caller until its invoice is paid
-    (then the webhook admits them) or Stripe drops it (the invitation stays valid). While a seat change waits
-    for payment, ``SeatChangePending`` (409); while the organisation's subscription is being started,
-    ``FirstPaymentOpen`` (409): that payment covers only the members before.
+    ``InvalidEmailToken`` (400) as ``_redeemable``, and when the invitation's sender is no longer the
+    organisation's owner or admin: it carries their authority and is deleted (CONTRACT "Changes to the fifth
+    round": "Invitations carry their sender's authority"). The seat is paid first, at Stripe, under the
+    organisation's lock (``seats.change_seats``): declined, ``SeatDeclined`` (402), nobody is added yet and the
+    seat is held for the caller until its invoice is paid (then the webhook admits them) or Stripe drops it (the
+    invitation stays valid). While a seat change waits for payment, ``SeatChangePending`` (409); while the
+    organisation's subscription is being started, ``FirstPaymentOpen`` (409): that payment covers only the
+    members before.
     """
     invitation = _redeemable(token)
     if user.email != invitation.email:
@@ -125,8 +126,9 @@ def accept(user, token):
     organization = invitation.organization
     organization.lock()
     sender = db.session.get(Membership, (organization.id, invitation.invited_by)) if invitation.invited_by else None
-    if sender is None or sender.role not in MANAGERS or ROLE_RANK[invitation.role] > ROLE_RANK[sender.role]:
-        # Its sender may no longer invite, or not to this role: it dies with their authority.
+    # An invitation never grants a role above its sender's current one. Its role is admin or member (the schema's
+    # ASSIGNABLE_ROLES) and a manager is at least admin, so it holds while its sender still manages; else it dies.
+    if sender is None or sender.role not in MANAGERS:
         db.session.delete(invitation)
         raise InvalidEmailToken()
     if db.session.get(Membership, (organization.id, user.id)) is not None:
