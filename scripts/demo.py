@@ -111,12 +111,15 @@ class Demo:
         print(f"    setup intent {saved.id}: {saved.status}")
         self.step("Stripe's signed webhooks arrive: trial_started; the plan is basic during the trial")
         # A card that saved a trial here before (an earlier demo on this make run) ends this one at once, charged,
-        # and no trial_started is sent (CONTRACT "Changes to the fourth round").
+        # and no trial_started is sent (CONTRACT "Changes to the fourth round"). docs/tour.md saves another
+        # card (Amex) and says why, so that the demo and the tour keep their trials whichever runs first.
         self.until("plan is basic and the card is on the profile", lambda: self.me()["plan"] == "basic"
                    and self.me()["card"] is not None
                    and ("trial_started" in self.kinds() or self.me()["subscription"]["status"] == "active"))
         if "trial_started" not in self.kinds():
-            print("    this card had its free trial here already (an earlier demo): the trial ended at once, charged")
+            print("    card 4242 had its free trial on this stack already (an earlier make demo; a trial is once per "
+                  "card and per person): the trial ended at once and its first period was charged now, so the status "
+                  "is active; docs/tour.md saves Amex so that its trial stays")
         self.call("GET", "/auth/me", 200)
         self.step("The next invoice: the first charge, when the trial ends")
         upcoming = self.call("GET", "/subscription/invoices/upcoming", 200)

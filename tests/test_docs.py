@@ -21,6 +21,10 @@ PAGES = [README, *sorted(DOCS.glob("*.md"))]
 # SPEC.md and CONTRACT.md sit next to the checkout, not in it: the only place a link may leave it for.
 SHARED = ROOT.parent / "shared"
 README_MAX_LINES = 260
+# Read in five minutes (issue 43): what it is, the two commands, what make run starts, where to go next.
+README_MAX_WORDS = 900
+# The two commands a fresh machine needs, first of all the README's commands.
+README_COMMANDS = ["make run", "make test"]
 
 # Documented in the configuration table although app/config.py does not read them, and why.
 NOT_READ_BY_APP_CONFIG = {
@@ -39,6 +43,8 @@ MOVED_SECTIONS = {
                      "failed-events-and-replay", "reconcile-in-cron"],
     "emulator.md": ["the-stripe-emulator"],
     "testing.md": ["tests", "reliability", "benchmarks"],
+    # The curl tour (issue 43), run as written by tests/test_tour.py.
+    "tour.md": ["a-tour-with-curl"],
 }
 
 FENCE = re.compile(r"^ {0,3}(```|~~~)")
@@ -159,7 +165,14 @@ def test_each_section_of_the_old_readme_has_a_heading_in_docs(name):
 
 
 def test_the_readme_is_a_front_door():
-    assert len(README.read_text().splitlines()) <= README_MAX_LINES
+    text = README.read_text()
+    assert len(text.splitlines()) <= README_MAX_LINES
+    assert len(text.split()) < README_MAX_WORDS, f"{len(text.split())} words"
+
+
+def test_the_readme_opens_with_make_run_and_make_test():
+    first_block = README.read_text().split("```sh\n", 1)[1].split("```", 1)[0]
+    assert [line.split("#")[0].strip() for line in first_block.splitlines()] == README_COMMANDS
 
 
 def settings_read_by_app_config():

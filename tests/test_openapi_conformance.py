@@ -39,7 +39,7 @@ NOT_EXPRESSIBLE = {
                                 | ACCEPTED_WHEN_VALID | {ORGANIZATION + path for path in ACCEPTED_WHEN_VALID},
     "negative_data_rejection": {"/notifications", "/auth/tokens", "/subscription/invoices", "/organizations",
                                 ORGANIZATION + "/members", ORGANIZATION + "/subscription/invoices",
-                                ORGANIZATION + "/usage"},
+                                "/usage", ORGANIZATION + "/usage"},
 }
 
 # A few examples per operation, the same ones every run; more in the deep run.

@@ -7,6 +7,7 @@ The budget is bounded under ``make test`` and larger under ``make test-deep`` (`
 """
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -133,6 +134,13 @@ class Seats(RuleBasedStateMachine):
         if live is not None:
             assert live["items"]["data"][0]["quantity"] == len(self.members), "Stripe's quantity == members"
 
+
+
+@pytest.fixture
+def live_config():
+    """One owner makes an organisation per example, past the default per-person limits (tested on their own in
+    tests/test_invitation_authority.py)."""
+    return {"ORGANIZATION_CREATE_RATE_LIMIT": "1000 per day", "USER_INVITATION_RATE_LIMIT": "1000 per day"}
 
 
 def test_seats_equal_members_after_every_step(live, emulator, stripe_client, prices):

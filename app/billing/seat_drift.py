@@ -60,7 +60,8 @@ def _seat_change_waits(organization, subscription):
     when paid), or a seat held for an invitee waits for the webhook, or the next seat change, that settles it
     (``app.organizations.seats``). Setting the quantity meanwhile would give a seat nobody paid for, or take
     back one that was."""
-    held = db.session.scalar(select(SeatChange.id).where(SeatChange.organization_id == organization.id,
-                                                         SeatChange.status == HELD).limit(1))
+    held = db.session.scalar(select(SeatChange.id).where(
+        SeatChange.organization_id == organization.id, SeatChange.status == HELD,
+        SeatChange.provider_subscription == subscription.provider_id).limit(1))
     return subscription.pending_quantity is not None or held is not None
 

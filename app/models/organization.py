@@ -9,10 +9,12 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, UniqueConstraint, func, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from app.billing.statuses import LIVE_STATUSES
 from app.extensions import db
 from app.models.account import address_sha256
 from app.models.billable import Billable
 from app.models.seat import HELD, SeatChange
+from app.models.subscription import Subscription
 from app.models.types import UTCDateTime
 from app.models.user import User
 from app.timeutil import utcnow
@@ -74,9 +76,13 @@ class Organization(Billable, db.Model):
     def seat_count(self):
         """Its members plus the seats held for invitees while their charge waits for payment (seats follow
         members, ``app.organizations.seats``; CONTRACT "Changes to the fifth round")."""
+        # Held on a subscription still live: one cancelled meanwhile took its pending update with it.
+        live = select(Subscription.provider_id).where(Subscription.organization_id == self.id,
+                                                      Subscription.provider_status.in_(LIVE_STATUSES))
         return self.member_count() + db.session.scalar(
             select(func.count()).select_from(SeatChange)
-            .where(SeatChange.organization_id == self.id, SeatChange.status == HELD))
+            .where(SeatChange.organization_id == self.id, SeatChange.status == HELD,
+                   SeatChange.provider_subscription.in_(live)))
 
     def member_count(self):
         """Its members (owner included) as stored now."""

@@ -23,6 +23,7 @@ from app.billing.provider import get_provider
 from app.extensions import db
 from app.idempotency import provider_key
 from app.models import Invitation, Membership, User
+from app.models.organization import MANAGERS
 from app.models.seat import ADMITTED, APPLIED, EXPIRED, HELD, SeatChange
 from app.notifications import notify_account, notify_membership
 from app.subscription import current, schedules
@@ -123,9 +124,17 @@ def _refuse_while_pending(organization, subscription):
 
 def held_seat(organization):
     """The organisation's seat held for an invitee while its charge waits for payment, or ``None``: at most
-    one, since every other seat change waits for it (``_refuse_while_pending``)."""
-    return db.session.scalars(select(SeatChange).where(SeatChange.organization_id == organization.id,
-                                                       SeatChange.status == HELD)).first()
+    one, since every other seat change waits for it (``_refuse_while_pending``). A seat held on a subscription
+    that is no longer the live one ended with it (its pending update went with the cancel): it expires here."""
+    subscription = seat_subscription(organization)
+    held = None
+    for change in db.session.scalars(select(SeatChange).where(SeatChange.organization_id == organization.id,
+                                                              SeatChange.status == HELD)).all():
+        if subscription is not None and change.provider_subscription == subscription.provider_id:
+            held = change
+        else:
+            expire(change)
+    return held
 
 
 def change_seats(organization, delta, reason, invitation=None, user=None):
@@ -213,6 +222,13 @@ def admit(held):
     held.status, held.resolved_at = ADMITTED, utcnow()
     organization, user = held.organization, db.session.get(User, held.user_id)
     if user is None or db.session.get(Membership, (organization.id, user.id)) is not None:
+        return
+    # The invitation carries its sender's authority until the seat is paid: revoked meanwhile, or its sender
+    # no longer a manager, it admits nobody (the seat stays paid for; ``flask reconcile`` sets it back).
+    invitation = db.session.get(Invitation, held.invitation_id) if held.invitation_id else None
+    sender = (db.session.get(Membership, (organization.id, invitation.invited_by))
+              if invitation is not None and invitation.invited_by else None)
+    if sender is None or sender.role not in MANAGERS:
         return
     db.session.add(Membership(organization_id=organization.id, user_id=user.id, role=held.role))
     db.session.execute(delete(Invitation).where(Invitation.id == held.invitation_id))
