@@ -9,7 +9,7 @@ import pytest
 from app.entitlements.metering import meter_identifier
 from tests.test_billing_flow import DAY, start_flow
 from tests.test_usage import event
-from tests.test_usage_plans import prices, subscribe  # noqa: F401  (the plans' prices)
+from tests.test_usage_plans import metered_plans, prices, subscribe  # noqa: F401  (the plans' prices)
 
 FEATURES = {"free": {"ai.tokens": {"limit": 0}},
             "basic": {"ai.tokens": {"limit": 100, "meter": "tokens", "overage": True}},
@@ -19,15 +19,7 @@ FEATURES = {"free": {"ai.tokens": {"limit": 0}},
 @pytest.fixture
 def live_config(stripe_client, prices):  # noqa: F811
     """A ``tokens`` meter priced per plan (``basic`` 2, ``pro`` 1 a token), the quotas on it."""
-    meter = stripe_client.v1.billing.meters.create(params={
-        "display_name": "Tokens", "event_name": "tokens", "default_aggregation": {"formula": "sum"}})
-    product = stripe_client.v1.prices.retrieve(prices["basic"]).product
-    metered = {plan: stripe_client.v1.prices.create(params={
-        "product": product, "unit_amount": amount, "currency": "usd",
-        "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}}).id
-        for plan, amount in (("basic", 2), ("pro", 1))}
-    prices.update({f"{plan}_usage": price for plan, price in metered.items()})
-    return {"PROVIDER_PLANS": {price: plan for plan, price in metered.items()}, "PLAN_FEATURES": FEATURES}
+    return {**metered_plans(stripe_client, prices), "PLAN_FEATURES": FEATURES}
 
 
 @pytest.fixture

@@ -20,7 +20,12 @@ def prices(stripe_client):
 
 @pytest.fixture
 def live_config(stripe_client, prices):
-    """Each plan gets a metered price on one ``tokens`` meter (``basic`` 2, ``pro`` 1 per token)."""
+    return metered_plans(stripe_client, prices)
+
+
+def metered_plans(stripe_client, prices):
+    """Each plan gets a metered price on one ``tokens`` meter (``basic`` 2, ``pro`` 1 per token); return the
+    service's config for them (their ``PROVIDER_PLANS``), ``prices`` gaining ``<plan>_usage``."""
     meter = stripe_client.v1.billing.meters.create(params={
         "display_name": "Tokens", "event_name": "tokens", "default_aggregation": {"formula": "sum"}})
     product = stripe_client.v1.prices.retrieve(prices["basic"]).product

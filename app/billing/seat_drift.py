@@ -9,12 +9,10 @@ lock, in a transaction of its own; a dry run writes nothing, here or at Stripe.
 """
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
 from app.billing import plans, state
 from app.billing.statuses import LIVE_STATUSES
 from app.extensions import db
-from app.models.seat import HELD, SeatChange
+from app.models.seat import held_on
 
 
 @dataclass(frozen=True)
@@ -60,8 +58,6 @@ def _seat_change_waits(organization, subscription):
     when paid), or a seat held for an invitee waits for the webhook, or the next seat change, that settles it
     (``app.organizations.seats``). Setting the quantity meanwhile would give a seat nobody paid for, or take
     back one that was."""
-    held = db.session.scalar(select(SeatChange.id).where(
-        SeatChange.organization_id == organization.id, SeatChange.status == HELD,
-        SeatChange.provider_subscription == subscription.provider_id).limit(1))
-    return subscription.pending_quantity is not None or held is not None
+    return subscription.pending_quantity is not None or \
+        db.session.scalar(held_on(organization.id, [subscription.provider_id]).limit(1)) is not None
 

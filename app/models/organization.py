@@ -13,7 +13,7 @@ from app.billing.statuses import LIVE_STATUSES
 from app.extensions import db
 from app.models.account import address_sha256
 from app.models.billable import Billable
-from app.models.seat import HELD, SeatChange
+from app.models.seat import held_on
 from app.models.subscription import Subscription
 from app.models.types import UTCDateTime
 from app.models.user import User
@@ -80,9 +80,7 @@ class Organization(Billable, db.Model):
         live = select(Subscription.provider_id).where(Subscription.organization_id == self.id,
                                                       Subscription.provider_status.in_(LIVE_STATUSES))
         return self.member_count() + db.session.scalar(
-            select(func.count()).select_from(SeatChange)
-            .where(SeatChange.organization_id == self.id, SeatChange.status == HELD,
-                   SeatChange.provider_subscription.in_(live)))
+            select(func.count()).select_from(held_on(self.id, live).subquery()))
 
     def member_count(self):
         """Its members (owner included) as stored now."""

@@ -8,7 +8,7 @@ it is ``admitted`` (the invitee is a member); unpaid when Stripe's pending updat
 """
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -43,3 +43,11 @@ class SeatChange(db.Model):
     resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     organization = relationship("Organization")
+
+
+def held_on(organization_id, provider_subscriptions):
+    """A select of the organisation's seat changes held on one of ``provider_subscriptions`` (Stripe ids, or a
+    select of them): what counts as a seat waiting for payment."""
+    return select(SeatChange).where(SeatChange.organization_id == organization_id, SeatChange.status == HELD,
+                                    SeatChange.provider_subscription.in_(provider_subscriptions))
+
