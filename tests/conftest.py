@@ -15,15 +15,17 @@ from pathlib import Path
 
 import pytest
 import stripe
+from flask import Flask
 from flask_migrate import upgrade
 from sqlalchemy import create_engine, make_url, select, text
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from app import create_app
+from app import configure, create_app
 from app.auth import tokens
 from app.billing.events import REQUIRED_EVENT_TYPES
-from app.extensions import db
+from app.extensions import db, limiter
 from app.models import User
+from app.observability.logs import register_logging
 from scripts.stripe_emulator.testing import RunningEmulator
 from tests.depth import DEEP
 from tests.receivers import HttpReceiver, SmtpSink
@@ -151,11 +153,47 @@ def prices(stripe_client):
     return made
 
 
+# Set per test (the prices' ids and the webhook secret the emulator makes are new in each test), so
+# not part of what tells one app from another; a reused app takes the test's own.
+_PER_TEST = ("PROVIDER_PLANS", "PROVIDER_WEBHOOK_SECRET")
+_APPS = {}  # the worker's apps by their configuration, less _PER_TEST: (app, its extensions when made)
+
+
+def _app_of(config, taken):
+    """An app of ``config``: the worker's app of the same configuration, made new only the first time.
+
+    Making an app costs more than most tests (its routes compiled, its engines and their statement
+    caches new), so each worker keeps one per configuration, as a worker of the service keeps its app.
+    What a test may have changed is put back first: the configuration (from ``config``, validated
+    again), the caches of ``app.extensions``, the rate limiter's counts and the log format. A test
+    that asks twice for one configuration gets two apps (two workers of the service).
+    """
+    key = json.dumps({name: value for name, value in config.items() if name not in _PER_TEST},
+                     sort_keys=True, default=repr)
+    app, kept = _APPS.get(key, (None, None))
+    if app is None or app in taken:
+        app = create_app(config)
+        if key not in _APPS:
+            _APPS[key] = (app, set(app.extensions))
+        return app
+    fresh = Flask(app.import_name, instance_relative_config=True)
+    configure(fresh, config)
+    app.config.clear()
+    app.config.update(fresh.config)
+    for name in set(app.extensions) - kept:
+        del app.extensions[name]
+    limiter.init_app(app)
+    register_logging(app)
+    return app
+
+
 @pytest.fixture
 def make_app(database_url, emulator, request):
     """Return a factory of apps on the test database with extra config; tables are emptied afterwards.
 
     The provider is the emulator (reset first); prices made by the ``prices`` fixture are mapped.
+    An app is the worker's app of that configuration (``_app_of``); ``new=True`` makes one for the
+    test alone, which may add routes to it.
     """
     made = []
     emulator.reset()
@@ -163,10 +201,11 @@ def make_app(database_url, emulator, request):
     if "prices" in request.fixturenames:
         price_plans = {price: plan for plan, price in request.getfixturevalue("prices").items()}
 
-    def factory(**config):
+    def factory(new=False, **config):
         plans = {**BASE_CONFIG["PROVIDER_PLANS"], **price_plans, **config.pop("PROVIDER_PLANS", {})}
-        app = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": database_url, "PROVIDER_API_BASE": emulator.url,
-                          "PROVIDER_PLANS": plans, **config})
+        config = {**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": database_url, "PROVIDER_API_BASE": emulator.url,
+                  "PROVIDER_PLANS": plans, **config}
+        app = create_app(config) if new else _app_of(config, taken=made)
         made.append(app)
         return app
 

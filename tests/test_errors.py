@@ -50,8 +50,7 @@ def test_odd_input_is_refused_cleanly(client, email):
 
 
 def test_unexpected_exception_is_a_json_500_logged_with_the_request_id(make_app, caplog):
-    app = make_app()
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+    app = make_app(new=True, PROPAGATE_EXCEPTIONS=False)
 
     @app.get("/boom")
     def boom():
@@ -109,8 +108,7 @@ class _PostgresError(Exception):
 
 @pytest.mark.parametrize("sqlstate, status", [("55P03", 503), ("40P01", 503), ("08006", 500)])
 def test_a_postgresql_lock_timeout_is_a_503_and_other_database_errors_a_500(make_app, sqlstate, status):
-    app = make_app()
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+    app = make_app(new=True, PROPAGATE_EXCEPTIONS=False)
 
     @app.post("/locked")
     def locked():

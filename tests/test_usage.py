@@ -4,6 +4,7 @@ import json
 import time
 
 import pytest
+import time_machine
 from sqlalchemy import func, select
 
 from app.extensions import db
@@ -201,11 +202,11 @@ def test_readiness_and_metrics_show_the_backlog(make_app, meter, stripe_client):
         user_id = user.id
     assert client.get("/health/ready").status_code == 200
     client.post("/usage/events", json={"events": [event(user_id, "m1", 2)]}, headers=key)
-    time.sleep(1.5)
-    ready = client.get("/health/ready")
+    with time_machine.travel(time.time() + 1.5):
+        ready = client.get("/health/ready")
+        scraped = client.get("/metrics").get_data(as_text=True)
     assert ready.status_code == 503 and ready.json["error"]["details"]["checks"]["usage_delivery"].startswith(
         "unavailable")
-    scraped = client.get("/metrics").get_data(as_text=True)
     age = next(line for line in scraped.splitlines() if line.startswith("usage_oldest_undelivered_age_seconds "))
     assert float(age.split()[1]) >= 1
     runner.invoke(args=["deliver-usage", "--once"])

@@ -15,6 +15,7 @@ from app.auth import tokens
 from app.extensions import db
 from app.models import User
 from tests.conftest import PASSWORD, WEBHOOK_SECRET, bearer, login, register, sign
+from tests.depth import budget
 from tests.reliability.support import TALLY, WORKERS
 
 
@@ -101,7 +102,8 @@ def test_unknown_email_and_wrong_password_cannot_be_told_apart_with_production_a
     answers = {"unknown": set(), "wrong": set()}
     attempts = {"unknown": lambda n: {"email": f"nobody{n}@example.com", "password": PASSWORD},
                 "wrong": lambda n: {"email": "ada@example.com", "password": f"{PASSWORD}{n}"}}
-    for n in range(-2, 20):  # two rounds of warm-up (the dummy hash is made on first use)
+    # Two rounds of warm-up (the dummy hash is made on first use), then 12 pairs (20 under make test-deep).
+    for n in range(-2, budget(quick=12, deep=20)):
         for kind in (("unknown", "wrong") if n % 2 else ("wrong", "unknown")):
             started = time.perf_counter()
             response = client.post("/auth/login", json=attempts[kind](n))
