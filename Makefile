@@ -44,7 +44,7 @@ bench: install
 	$(PY) -m scripts.bench
 
 ## make test: the suite but its deep_only tests (make bench, make run's edges, the SDK type check, packaging),
-## one worker per core and one more, generated inputs on a bounded budget; 2.5 to 7 min on 2 cores by the VM's speed
+## one worker per core and one more, generated inputs on a bounded budget; about 3 min 15 s on 2 cores
 ## (docs/testing.md "How long"; SQLite; set TEST_DATABASE_URL for PostgreSQL: each worker makes its own database).
 ## The few tests that need Redis start their own redis-server, installed here when missing (apt-get, as root);
 ## without one they are skipped.

@@ -7,6 +7,7 @@ from sqlalchemy.engine import Engine
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app import config as app_config
+from app.billing import billing_modes
 from app.billing.stripe_provider import StripeProvider
 from app.commands import register_commands
 from app.db_pool import server_engine_options
@@ -105,6 +106,7 @@ def register_provider(app):
         api_base=app.config["PROVIDER_API_BASE"] or None,
         timeout=app.config["PROVIDER_TIMEOUT"],
         max_network_retries=app.config["PROVIDER_MAX_NETWORK_RETRIES"],
+        is_classic=billing_modes.is_classic,
     )
 
 
@@ -112,9 +114,12 @@ def register_blueprints(app):
     from app import auth, health, organizations, subscription, usage, webhook
     from app.entitlements import views as entitlements
     from app.observability import views as observability
+    from app.organizations.access import manager
+    from app.subscription.billables import manage_organizations_with
 
     for feature in (auth, subscription, organizations, usage, entitlements, webhook, health, observability):
         api.register_blueprint(feature.blp)
+    manage_organizations_with(app, manager)
 
 
 def register_listeners(app):
@@ -129,8 +134,11 @@ def register_listeners(app):
         commit_plan,
         commit_schedule,
         commit_stripe_features,
+        deletions,
+        metrics_gauges,
         refresh_catalog,
         send_receipt,
+        sync_stripe_features,
     )
 
 

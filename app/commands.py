@@ -16,7 +16,6 @@ from app.auth import expiry, service
 from app.auth.schemas import RegisterSchema
 from app.billing import reconcile
 from app.billing.commands import COMMANDS as BILLING_COMMANDS
-from app.billing.commands import not_synced
 from app.billing.events import missing_event_types
 from app.billing.provider import get_provider
 from app.cli import ServiceAppGroup, ServiceCommand, one_line_failures
@@ -97,7 +96,7 @@ def _sync(billables, length, summary=False):
         click.echo(f"{name}: FAILED ({exc.__class__.__name__}: {exc})")
     if summary:
         click.echo(result.summary())
-    return not_synced(result.users.failed, result.organizations.failed) if result.failed else None
+    return result.not_synced() if result.failed else None
 
 
 def _fail_on(*problems):

@@ -20,6 +20,8 @@ import requests
 import stripe
 
 from app.timeutil import isoformat_z
+from scripts.demo_entitlements import entitlements_story
+from scripts.demo_period_end import period_end_story
 from scripts.demo_team import team_story
 from scripts.demo_usage import usage_story
 from scripts.dev import API_KEY, DEV_ENV, Stack, answers
@@ -50,6 +52,8 @@ class Demo:
         self.http = requests.Session()
         self.step_number = 0
         self.clock = None
+        # The app backend's service key headers (usage:write and entitlements:check): the usage story makes it.
+        self.backend = None
 
     def step(self, text):
         self.step_number += 1
@@ -212,8 +216,7 @@ class Demo:
     def selling(self):
         """Another customer buys through Stripe Checkout with a launch code, with a German VAT id, and gets a receipt.
 
-        Self-contained: its own account, token and promotion code. Returns its email and how many
-        notifications it got (for ``show_mail``).
+        Self-contained: its own account, token and promotion code. Returns its email and its subscription's id.
         """
         email = f"checkout-{secrets.token_hex(4)}@example.com"
         self.step("The plan catalogue, read from Stripe (no login; cached, with an ETag)")
@@ -258,7 +261,7 @@ class Demo:
         invoice = self.call("GET", "/subscription/invoices", 200)["data"][0]
         figures = ", ".join(f"{name} {invoice[name] / 100:.2f}" for name in ("subtotal", "tax", "total", "amount_paid"))
         print(f"    {figures} {invoice['currency'].upper()}")
-        return email, len(self.notifications())
+        return email, subscription["id"]
 
     def run(self):
         """Walk through the flow on a Stripe test clock of its own, so that moving time for the demo
@@ -303,9 +306,12 @@ class Demo:
         self.call("POST", "/auth/logout", 204)
         self.call("GET", "/auth/me", 401)
         self.show_mail(email, notified)
-        self.show_mail(*self.selling())
+        selling_email, selling_subscription = self.selling()
+        period_end_story(self, selling_subscription)
+        self.show_mail(selling_email, len(self.notifications()))
         team_story(self)
         usage_story(self)
+        entitlements_story(self)
         print("\nDemo complete.")
 
     def show_mail(self, email, count):

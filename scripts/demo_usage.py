@@ -23,6 +23,8 @@ DAY = 86400
 PASSWORD = "demo password 1"
 # The tokens of three chat completions, then of a fourth sent with a copy of the second.
 FIRST, LATER = (1200, 800, 350), 650
+# One key for the backend's two jobs: reporting usage here, taking quota in the entitlements story.
+ABILITIES = ("usage:write", "entitlements:check")
 
 
 def usage_story(demo):
@@ -40,8 +42,9 @@ def usage_story(demo):
     demo.advance_to(requests.get(f"{demo.emulator}/_emulator/clock", timeout=30).json()["now"], clock=clock)
     demo.until("the subscription is active", lambda: demo.me()["subscription"]["status"] == "active")
 
-    demo.step("The operator gives the app's backend a service key (flask create-service-key), shown once")
-    backend = {"Authorization": f"Bearer {_service_key(demo, f'chat-backend-{suffix}')}"}
+    demo.step("The operator gives the app's backend a service key (flask create-service-key), shown once; it "
+              "reports usage and, in the entitlements story, takes quota")
+    backend = demo.backend = {"Authorization": f"Bearer {_service_key(demo, f'chat-backend-{suffix}')}"}
     user = demo.me()["id"]
     events = [_event(user, f"chat-{suffix}-{n}", tokens) for n, tokens in enumerate(FIRST)]
     # Stripe records the first two deliveries but their answers are lost (the emulator's fault injection, as a
@@ -78,6 +81,12 @@ def _subscribe(demo, email, clock):
     demo.call("POST", "/auth/register", 201, json=credentials)
     token = demo.call("POST", "/auth/login", 200, json=credentials)["access_token"]
     demo.http.headers["Authorization"] = f"Bearer {token}"
+    return checkout_api(demo, clock)
+
+
+def checkout_api(demo, clock):
+    """Subscribe the logged-in user to the ``api`` plan in Checkout on ``clock`` with card 4242; return the
+    subscription's id once the service announced it."""
     session = demo.call("POST", "/subscription/checkout", 201, headers={"Idempotency-Key": str(uuid.uuid4())},
                         json={"price": demo.prices["api"], "success_url": "http://localhost:3000/welcome",
                               "cancel_url": "http://localhost:3000/plans"})
@@ -93,14 +102,16 @@ def _subscribe(demo, email, clock):
 
 
 def _service_key(demo, name):
-    """``flask create-service-key name`` in the stack's environment; return the key it printed."""
+    """``flask create-service-key name`` with ``ABILITIES`` in the stack's environment; return the key it printed."""
     env = {**os.environ, **demo.env, **SETTINGS}
-    made = subprocess.run([sys.executable, "-m", "flask", "create-service-key", name], cwd=ROOT, env=env,
+    abilities = [arg for ability in ABILITIES for arg in ("--ability", ability)]
+    made = subprocess.run([sys.executable, "-m", "flask", "create-service-key", name, *abilities], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     if made.returncode:
         raise SystemExit(f"flask create-service-key failed: {made.stderr.strip() or made.stdout.strip()}")
     key = made.stdout.strip().splitlines()[-1]
-    print(f"    $ flask create-service-key {name}\n    {key.split('|')[0]}|svc_... (only its digest is stored)")
+    print(f"    $ flask create-service-key {name} {' '.join(abilities)}\n"
+          f"    {key.split('|')[0]}|svc_... (only its digest is stored)")
     return key
 
 

@@ -129,6 +129,11 @@ def _webhook_endpoint(client, url):
 
 # The meter ``POST /usage/events`` reports to under ``make run`` (event_name ``tokens``, summed).
 METER_EVENT_NAME = "tokens"
+# make demo's entitlements (docs/entitlements.md): AI tokens a month on the free plan, and a period on the api
+# plan, metered on that meter with overage (the units past the limit are billed by the api plan's metered price).
+PLAN_FEATURES = {"free": {"ai.tokens": {"limit": 1000}},
+                 "api": {"ai.tokens": {"limit": 2000, "meter": METER_EVENT_NAME, "overage": True}}}
+SETTINGS["PLAN_FEATURES"] = json.dumps(PLAN_FEATURES)
 
 
 def _meter(client):

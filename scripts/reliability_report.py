@@ -16,7 +16,7 @@ DEFAULT = Path(__file__).resolve().parents[1] / "bench-results" / "reliability.j
 # Count key -> the row label; in this order. Keys a run does not have are shown as 0.
 ROWS = {
     "webhook_deliveries": "Webhook deliveries (HTTP, signed)",
-    "lifecycle_events": "Distinct provider events of 50 subscription lifecycles",
+    "lifecycle_events": "Distinct provider events of the shuffled subscription lifecycles (20, or 50 with TEST_DEEP=1)",
     "duplicate_deliveries": "Duplicate deliveries",
     "reordered_deliveries": "Deliveries after a newer event of the same customer",
     "parallel_requests": "Requests sent in parallel to 4 gunicorn workers",

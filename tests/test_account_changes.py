@@ -8,12 +8,22 @@ from sqlalchemy import select, text
 
 from app.extensions import db
 from app.models import Organization, User
-from tests.conftest import PASSWORD, bearer, login, register
-from tests.test_accounts import error_code, last_token, mails, personal_token, post, token_in, work
-from tests.test_billing_flow import start_flow
-from tests.test_billing_pages import settle
-from tests.test_notification_delivery import mail_config
-from tests.test_organization_billing import Team
+from tests.support.accounts import (
+    PASSWORD,
+    bearer,
+    error_code,
+    last_token,
+    login,
+    mails,
+    personal_token,
+    post,
+    register,
+    token_in,
+    work,
+)
+from tests.support.billing import settle, start_flow
+from tests.support.notifications import mail_config
+from tests.support.organizations import Team
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ Emails go through the real outbox worker to a real SMTP server (aiosmtpd).
 """
 import json
 import logging
-import re
 import statistics
 import time
 from datetime import timedelta
@@ -19,9 +18,21 @@ from sqlalchemy import text
 
 from app.extensions import db
 from app.timeutil import utcnow
-from tests.conftest import PASSWORD, bearer, login, register
 from tests.depth import budget
-from tests.test_notification_delivery import hook_config, mail_config
+from tests.support.accounts import (
+    PASSWORD,
+    bearer,
+    error_code,
+    last_token,
+    login,
+    mails,
+    personal_token,
+    post,
+    register,
+    token_in,
+    work,
+)
+from tests.support.notifications import hook_config, mail_config
 
 NEW_PASSWORD = "a brand new passphrase"
 
@@ -36,38 +47,6 @@ def mail_client(mail_app):
     return mail_app.test_client()
 
 
-def work(app):
-    """Run the delivery worker once: what is due is sent, account emails with tokens minted now."""
-    result = app.test_cli_runner().invoke(args=["deliver-notifications", "--once"])
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def mails(smtp_server, to=None, subject=None):
-    return [m for m in smtp_server.messages
-            if (to is None or m["To"] == to) and (subject is None or m["Subject"] == subject)]
-
-
-def token_in(message):
-    """Return the token of the link in ``message`` (its plain text and its HTML carry the same one)."""
-    plain, html = message.get_body(("plain",)).get_content(), message.get_body(("html",)).get_content()
-    (token,) = set(re.findall(r"[?&]token=([\w.\-]+)", plain))
-    assert f"token={token}" in html
-    return token
-
-
-def last_token(smtp_server, to="ada@example.com", subject=None):
-    return token_in(mails(smtp_server, to, subject)[-1])
-
-
-def post(client, path, body, headers=None):
-    return client.post(path, json=body, headers=headers or {})
-
-
-def error_code(response):
-    return response.json["error"]["code"]
-
-
 def table_text(app):
     """Every row of every table as text, for searching a secret in them."""
     with app.app_context():
@@ -75,12 +54,6 @@ def table_text(app):
         with db.engine.connect() as conn:
             return "\n".join(repr(row) for table in db.metadata.sorted_tables
                              for row in conn.execute(text(f"SELECT * FROM {table.name}")))
-
-
-def personal_token(client, headers, *abilities):
-    response = client.post("/auth/tokens", json={"name": "script", "abilities": list(abilities)}, headers=headers)
-    assert response.status_code == 201, response.json
-    return bearer(response.json)
 
 
 # -- verification ---------------------------------------------------------------------------------

@@ -10,8 +10,7 @@ from sqlalchemy import event, select
 from app.db_session import autocommit_engine
 from app.extensions import db
 from app.models import AccessToken, Subscription, User
-from tests.conftest import PASSWORD, bearer, login, register
-from tests.test_organizations import verify
+from tests.support.accounts import PASSWORD, bearer, login, register, verify
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 

@@ -15,58 +15,15 @@ from sqlalchemy import select, update
 
 from app.extensions import db
 from app.models import Subscription, User
-from tests.conftest import MIGRATIONS, bearer, deliver, login, register
-
-DAY = 86400
+from tests.support.accounts import bearer, login, register
+from tests.support.billing import DAY, start_flow
+from tests.support.databases import MIGRATIONS
+from tests.support.events import deliver
 
 
 @pytest.fixture
 def flow(live, emulator, stripe_client, prices):
     return start_flow(live, emulator, stripe_client, prices)
-
-
-def start_flow(live, emulator, stripe_client, prices):
-    """A registered, logged-in user on the live service; webhooks wait for ``flush()``."""
-    app, base_url = live
-    emulator.pause_delivery()
-    client = app.test_client()
-    register(client)
-    return Flow(app, base_url, client, bearer(login(client)), emulator, stripe_client, prices)
-
-
-class Flow:
-    def __init__(self, app, base_url, client, headers, emulator, stripe_client, prices):
-        self.app, self.base_url, self.client, self.headers = app, base_url, client, headers
-        self.emulator, self.stripe, self.prices = emulator, stripe_client, prices
-
-    def intent(self, plan="basic", expect=201):
-        response = self.client.post("/subscription/intent", json={"price": self.prices[plan]}, headers=self.headers)
-        assert response.status_code == expect, response.json
-        return response.json
-
-    def pay(self, client_secret, card="pm_card_visa"):
-        payment_intent = client_secret.split("_secret_")[0]
-        return self.stripe.v1.payment_intents.confirm(payment_intent, params={"payment_method": card})
-
-    def deliver(self):
-        result = self.emulator.flush()
-        assert result["failed"] == 0, result
-        return [attempt["type"] for attempt in result["attempts"]]
-
-    def me(self):
-        return self.client.get("/auth/me", headers=self.headers).json
-
-    def notifications(self):
-        """The lifecycle kinds, newest first: receipts (``payment_succeeded``) are tests/test_selling.py's."""
-        data = self.client.get("/notifications?limit=100", headers=self.headers).json["data"]
-        return [n["kind"] for n in data if n["kind"] != "payment_succeeded"]
-
-    def portal(self, subscription_id, action, **form):
-        session = self.client.post("/subscription/portal", json={}, headers=self.headers)
-        assert session.status_code == 200, session.json
-        url = session.json["url"]
-        response = requests.post(f"{url}/subscriptions/{subscription_id}/{action}", data=form, timeout=10)
-        assert response.status_code == 200, response.text
 
 
 def test_subscribe_pay_cancel_at_period_end_and_fall_back_to_free(flow):
@@ -103,8 +60,8 @@ def test_subscribe_pay_cancel_at_period_end_and_fall_back_to_free(flow):
     assert flow.notifications() == ["subscription_ended", "cancellation_scheduled", "subscribed"]
 
 
-def test_resume_and_swap_in_the_portal(flow):
-    flow.app.config["PROVIDER_PORTAL_PLAN_CHANGES"] = True
+def test_resume_and_swap_in_the_portal(flow, configure):
+    configure(PROVIDER_PORTAL_PLAN_CHANGES=True)
     started = flow.intent()
     flow.pay(started["client_secret"])
     flow.deliver()
@@ -387,8 +344,8 @@ def test_lone_surrogates_in_subscription_bodies_are_a_422(flow, path, body, fiel
     assert list(response.json["error"]["details"]) == [field]
 
 
-def test_portal_sessions_are_created_with_an_idempotency_key(flow):
-    flow.app.config["CHECKOUT_ALLOWED_HOSTS"] = frozenset({"example.com"})
+def test_portal_sessions_are_created_with_an_idempotency_key(flow, configure):
+    configure(CHECKOUT_ALLOWED_HOSTS=frozenset({"example.com"}))
     first = flow.client.post("/subscription/portal", json={"return_url": "https://example.com/a"}, headers=flow.headers)
     other = flow.client.post("/subscription/portal", json={"return_url": "https://example.com/b"}, headers=flow.headers)
     assert first.status_code == other.status_code == 200

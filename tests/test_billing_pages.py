@@ -9,8 +9,7 @@ import re
 import pytest
 import stripe
 
-from tests.test_billing_flow import start_flow
-from tests.test_subscription_management import post, subscribe, use_card
+from tests.support.billing import calls, get, post, save_card, settle, start_flow, subscribe, use_card
 
 INVOICE_FIELDS = {"id", "number", "status", "amount_due", "amount_paid", "currency", "created", "period_start",
                   "period_end", "hosted_invoice_url", "invoice_pdf", "subtotal", "tax", "total"}
@@ -22,35 +21,10 @@ def flow(live, emulator, stripe_client, prices):
     return start_flow(live, emulator, stripe_client, prices)
 
 
-def settle(flow):
-    """Deliver until nothing is queued (what the service calls in a webhook makes more events); return the types."""
-    delivered = []
-    while batch := flow.deliver():
-        delivered += batch
-    return delivered
-
-
 def renew(flow, subscription_id):
     end = flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].current_period_end
     flow.emulator.advance(end - flow.emulator.clock() + 1)
     settle(flow)
-
-
-def calls(flow, resource):
-    return flow.emulator.control("GET", "requests")["by_resource"].get(resource, 0)
-
-
-def get(flow, path, expect=200):
-    response = flow.client.get(path, headers=flow.headers)
-    assert response.status_code == expect, response.json
-    return response.json
-
-
-def save_card(flow, card, key=None):
-    """The card form: a SetupIntent from the service, confirmed as Stripe.js would; return the method id."""
-    secret = post(flow, "/subscription/payment-method", key=key, expect=201).json["client_secret"]
-    assert re.fullmatch(r"seti_\w+_secret_\w+", secret)
-    return flow.stripe.v1.setup_intents.confirm(secret.split("_secret_")[0], params={"payment_method": card})
 
 
 def charged_with(flow, invoice_id):

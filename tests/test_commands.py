@@ -16,9 +16,11 @@ from app.auth import expiry
 from app.cli import ServiceCommand, ServiceGroup
 from app.extensions import db
 from app.models import AccessToken, User
-from tests.conftest import BASE_CONFIG, MIGRATIONS, PASSWORD, holding_lock, login
 from tests.ports import free_port
-from tests.test_startup import FLASK, ROOT, environ, run
+from tests.support.accounts import PASSWORD, login
+from tests.support.config import BASE_CONFIG
+from tests.support.databases import MIGRATIONS, holding_lock
+from tests.support.processes import FLASK, ROOT, environ, run
 
 LOG_RECORD = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (WARNING|INFO|ERROR) \[")
 

@@ -3,7 +3,7 @@ import pytest
 
 from app import create_app, engine_options
 from app.config import ConfigError, serving_config
-from tests.conftest import BASE_CONFIG
+from tests.support.config import BASE_CONFIG
 
 
 @pytest.mark.parametrize("override, name", [

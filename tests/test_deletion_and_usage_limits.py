@@ -14,18 +14,16 @@ from app.extensions import db
 from app.models import UsageEvent
 from app.models.usage import PENDING
 from app.timeutil import utcnow
-from tests.conftest import PASSWORD
-from tests.test_billing_flow import Flow, start_flow
-from tests.test_money_edges import measured
-from tests.test_organization_billing import Team
-from tests.test_subscription_management import post, subscribe
-from tests.test_usage_plans import live_config, prices  # noqa: F401  (a plan with a metered price on "tokens")
+from tests.support.accounts import PASSWORD
+from tests.support.billing import Flow, measured, post, start_flow, subscribe
+from tests.support.organizations import Team
+from tests.support.usage import live_config, prices  # noqa: F401  (a plan with a metered price on "tokens")
 
 
 @pytest.fixture
-def flow(live, emulator, stripe_client, prices):  # noqa: F811
+def flow(live, emulator, stripe_client, prices, configure):  # noqa: F811
     flow = start_flow(live, emulator, stripe_client, prices)
-    flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = "10000 per minute"
+    configure(PROVIDER_CALLS_RATE_LIMIT="10000 per minute")
     return flow
 
 
@@ -170,9 +168,9 @@ def test_account_deletion_at_its_dearest_stays_within_its_cost(flow):
     assert usage_billed(flow, subscription_id) == [(4, 4 * 2)] and pending(flow) == []
 
 
-def test_account_deletion_is_counted_in_the_provider_call_limit(flow):
+def test_account_deletion_is_counted_in_the_provider_call_limit(flow, configure):
     cost = PROVIDER_CALL_COSTS["auth.delete_account"]
-    flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = f"{cost} per minute"
+    configure(PROVIDER_CALLS_RATE_LIMIT=f"{cost} per minute")
     assert flow.client.get("/subscription/invoices", headers=flow.headers).status_code == 200
     refused = flow.client.delete("/auth/me", json={"password": PASSWORD}, headers=flow.headers)
     assert error_code(refused) == (429, "rate_limited")

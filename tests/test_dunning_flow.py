@@ -11,7 +11,7 @@ from sqlalchemy import update
 from app.extensions import db
 from app.models import User
 from app.notifications.kinds import NOTIFICATION_KINDS
-from tests.test_billing_flow import DAY, start_flow
+from tests.support.billing import DAY, start_flow
 
 
 @pytest.fixture

@@ -13,16 +13,12 @@ from app import create_app
 from app.config import ConfigError
 from app.extensions import db
 from app.models import EntitlementBalance, EntitlementConsume, Subscription
-from tests.conftest import BASE_CONFIG, bearer, holding_lock, login, register
-from tests.test_billing_flow import DAY, start_flow
-from tests.test_organizations import make_team
-
-FEATURES = {
-    "free": {"sso": False, "ai.tokens": {"limit": 100}, "projects": {"limit": 1, "reset": "never"}},
-    "basic": {"sso": False, "ai.tokens": {"limit": 1000}, "projects": {"limit": 5, "reset": "never"}},
-    "pro": {"sso": True, "exports": True, "ai.tokens": {"limit": 5000}, "projects": {"limit": None, "reset": "never"},
-            "seats.ai": {"limit": 3}},
-}
+from tests.support.accounts import bearer, login, register
+from tests.support.billing import DAY, start_flow
+from tests.support.config import BASE_CONFIG
+from tests.support.databases import holding_lock
+from tests.support.entitlements import FEATURES, check, consume, service_key
+from tests.support.organizations import make_team
 
 
 @pytest.fixture
@@ -35,13 +31,6 @@ def live_config():
     return {"PLAN_FEATURES": FEATURES}
 
 
-def service_key(runner, *abilities):
-    args = ["create-service-key", "backend"] + [part for ability in abilities for part in ("--ability", ability)]
-    result = runner.invoke(args=args)
-    assert result.exit_code == 0, result.output
-    return {"Authorization": f"Bearer {result.output.strip().splitlines()[-1]}"}
-
-
 @pytest.fixture
 def key(runner):
     return service_key(runner, "entitlements:check")
@@ -52,17 +41,6 @@ def ada(client):
     """A user on the free plan: ``(id, bearer headers)``."""
     user_id = register(client)["id"]
     return user_id, bearer(login(client))
-
-
-def check(client, key, user_id, feature="ai.tokens", expect=200, **body):
-    answer = client.post("/entitlements/check", json={"customer": {"user": user_id}, "feature": feature, **body},
-                         headers=key)
-    assert answer.status_code == expect, answer.json
-    return answer.json
-
-
-def consume(client, key, user_id, required, identifier, feature="ai.tokens", **extra):
-    return check(client, key, user_id, feature, required=required, consume=True, identifier=identifier, **extra)
 
 
 def next_month(now):

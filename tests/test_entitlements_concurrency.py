@@ -22,9 +22,9 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import EntitlementBalance, EntitlementConsume, EntitlementReservation
-from tests.conftest import bearer, login, register
 from tests.depth import budget
-from tests.test_entitlements import FEATURES, consume, service_key
+from tests.support.accounts import bearer, login, register
+from tests.support.entitlements import FEATURES, consume, service_key
 
 THREADS = 24
 

@@ -4,16 +4,10 @@ import logging
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import BASE_CONFIG, PASSWORD, bearer, holding_lock, login, register
-
-
-def assert_error(response, status, code):
-    assert response.status_code == status
-    assert response.mimetype == "application/json"
-    assert set(response.json) == {"error"}
-    assert response.json["error"]["code"] == code
-    assert isinstance(response.json["error"]["message"], str) and response.json["error"]["message"]
-    return response.json["error"]
+from tests.support.accounts import PASSWORD, bearer, login, register
+from tests.support.config import BASE_CONFIG
+from tests.support.databases import holding_lock
+from tests.support.errors import assert_error
 
 
 def test_unknown_path_is_a_json_404(client):

@@ -13,8 +13,7 @@ from app.extensions import db
 from app.listeners import commit_plan
 from app.models import Subscription, User
 from app.signals import webhook_handled
-from tests.conftest import deliver, load_event
-from tests.emulator.conftest import openapi_example
+from tests.support.events import deliver, load_event, openapi_example
 
 CUSTOMER = "cus_00000000000000"
 

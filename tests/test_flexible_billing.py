@@ -11,10 +11,9 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Subscription
-from tests.test_billing_flow import start_flow
-from tests.test_organization_billing import Team
-from tests.test_selling import checkout, complete, promotion
-from tests.test_subscription_management import post
+from tests.support.billing import post, start_flow
+from tests.support.organizations import Team
+from tests.support.selling import checkout, complete, promotion
 
 DAY = 86400
 

@@ -4,8 +4,8 @@ import logging
 import pytest
 
 from app import create_app, health
-from tests.conftest import BASE_CONFIG
 from tests.ports import free_port
+from tests.support.config import BASE_CONFIG
 
 
 def test_health_is_ok_when_the_database_answers(client):

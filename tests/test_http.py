@@ -11,9 +11,9 @@ import pytest
 
 from app.http import MAX_HEADER_FIELD_SIZE, MAX_HEADER_SIZE, MAX_URL_LENGTH
 from app.rate_limit import STORE_TIMEOUT
-from tests.conftest import PASSWORD, bearer, login
 from tests.redis_server import RedisServer, require_redis_server
-from tests.test_errors import assert_error
+from tests.support.accounts import PASSWORD, bearer, login
+from tests.support.errors import assert_error
 
 
 def chunked_post(client, path, data):

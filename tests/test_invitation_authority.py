@@ -9,8 +9,8 @@ import pytest
 from app import email_tokens
 from app.extensions import db
 from app.models import Membership
-from tests.conftest import PASSWORD
-from tests.test_organizations import account, join, make_team, user_id
+from tests.support.accounts import PASSWORD
+from tests.support.organizations import account, join, make_team, user_id
 
 
 def invite(client, org, headers, email, role="member"):

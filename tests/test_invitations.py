@@ -6,9 +6,8 @@ import pytest
 import time_machine
 
 from app.timeutil import utcnow
-from tests.conftest import bearer, login, register
-from tests.test_accounts import last_token, mails, work
-from tests.test_notification_delivery import mail_config
+from tests.support.accounts import bearer, last_token, login, mails, register, work
+from tests.support.notifications import mail_config
 
 INVITE_SUBJECT = "You are invited to join Acme"
 

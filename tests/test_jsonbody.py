@@ -4,8 +4,10 @@ import json
 
 import pytest
 
-from tests.conftest import BASE_CONFIG, PASSWORD, sign
-from tests.test_errors import assert_error
+from tests.signing import sign
+from tests.support.accounts import PASSWORD
+from tests.support.config import BASE_CONFIG
+from tests.support.errors import assert_error
 
 PRICE = next(iter(BASE_CONFIG["PROVIDER_PLANS"]))
 # Every endpoint that takes a JSON body, with a body it accepts.

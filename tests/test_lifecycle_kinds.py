@@ -16,7 +16,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import Notification, User
 from app.notifications.kinds import NOTIFICATION_KINDS
-from tests.conftest import deliver, load_event
+from tests.support.events import deliver, load_event
 
 SUBSCRIPTION = "sub_000000000000000000000000"
 

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import User
-from tests.conftest import deliver, load_event
+from tests.support.events import deliver, load_event
 
 
 @dataclass

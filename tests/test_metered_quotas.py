@@ -7,9 +7,8 @@ Through HTTP, the CLI runner (the delivery worker), the real stripe SDK and the 
 import pytest
 
 from app.entitlements.metering import meter_identifier
-from tests.test_billing_flow import DAY, start_flow
-from tests.test_usage import event
-from tests.test_usage_plans import metered_plans, prices, subscribe  # noqa: F401  (the plans' prices)
+from tests.support.billing import DAY, start_flow, subscribe
+from tests.support.usage import event, metered_plans, prices  # noqa: F401  (the plans' prices)
 
 FEATURES = {"free": {"ai.tokens": {"limit": 0}},
             "basic": {"ai.tokens": {"limit": 100, "meter": "tokens", "overage": True}},

@@ -5,7 +5,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from app import create_app
 from app.extensions import db
-from tests.conftest import BASE_CONFIG
+from tests.support.config import BASE_CONFIG
 
 
 def test_models_and_migrations_agree(app):

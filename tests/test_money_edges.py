@@ -11,12 +11,20 @@ import requests
 import stripe
 
 from app.billing.call_costs import PROVIDER_CALL_COSTS
-from tests.conftest import PASSWORD, bearer, login, register
-from tests.test_billing_flow import Flow, start_flow
-from tests.test_billing_pages import settle
-from tests.test_organization_billing import Team
-from tests.test_selling import URLS, checkout, promotion
-from tests.test_subscription_management import post, subscribe
+from tests.support.accounts import PASSWORD
+from tests.support.billing import (
+    another_user,
+    code_refused,
+    measured,
+    portal_plan_changes,
+    post,
+    settle,
+    start_flow,
+    stripe_requests,
+    subscribe,
+)
+from tests.support.organizations import Team
+from tests.support.selling import URLS, checkout, promotion
 
 
 @pytest.fixture
@@ -24,26 +32,11 @@ def flow(live, emulator, stripe_client, prices):
     return start_flow(live, emulator, stripe_client, prices)
 
 
-def another_user(flow, email):
-    client = flow.app.test_client()
-    register(client, email=email)
-    return Flow(flow.app, flow.base_url, client, bearer(login(client, email=email)), flow.emulator, flow.stripe,
-                flow.prices)
-
-
 def intent(flow, plan="basic", code=None, expect=201):
     body = {"price": flow.prices[plan], **({"promotion_code": code} if code else {})}
     response = flow.client.post("/subscription/intent", json=body, headers=flow.headers)
     assert response.status_code == expect, response.json
     return response.json
-
-
-def code_refused(response):
-    return response.status_code == 422 and response.json["error"]["code"] == "invalid_promotion_code"
-
-
-def stripe_requests(flow):
-    return sum(flow.emulator.control("GET", "requests")["by_resource"].values())
 
 
 # -- Checkout: no code box of Stripe's own ----------------------------------------------------------
@@ -62,15 +55,6 @@ def test_checkout_offers_no_code_box_so_a_refused_code_cannot_be_typed_on_stripe
 
 # -- the billing portal runs under the service's configuration --------------------------------------
 
-def portal_plan_changes(flow, url):
-    """The plan changes the configuration the service gave Stripe for the portal session at ``url`` allows:
-    ``None`` when off, else ``{product: [price, ...]}``. Stripe answered the session with its ``configuration``
-    (the emulator's record of it); the configuration is read through the API, as the portal reads it."""
-    session = flow.emulator.store.portal_sessions[url.rstrip("/").rsplit("/", 1)[1]]
-    configuration = flow.stripe.v1.billing_portal.configurations.retrieve(session["configuration"])
-    update = configuration.features.subscription_update
-    return {p.product: sorted(p.prices) for p in update.products} if update.enabled else None
-
 
 def test_the_portal_offers_no_plan_change_by_default(flow):
     subscription_id = subscribe(flow)
@@ -85,8 +69,8 @@ def test_the_portal_offers_no_plan_change_by_default(flow):
     assert live["items"].data[0].price.id == flow.prices["basic"], "the upgrade that cost nothing is gone"
 
 
-def test_a_portal_upgrade_is_invoiced_at_once_and_offers_only_the_services_prices(flow):
-    flow.app.config["PROVIDER_PORTAL_PLAN_CHANGES"] = True
+def test_a_portal_upgrade_is_invoiced_at_once_and_offers_only_the_services_prices(flow, configure):
+    configure(PROVIDER_PORTAL_PLAN_CHANGES=True)
     stray = flow.stripe.v1.prices.create(params={"unit_amount": 1, "currency": "usd",
                                                  "recurring": {"interval": "month"},
                                                  "product_data": {"name": "Not sold here"}})
@@ -110,8 +94,8 @@ def test_a_portal_upgrade_is_invoiced_at_once_and_offers_only_the_services_price
     assert not any(p["adjustable_quantity"]["enabled"] for p in update["products"]), "seats are the service's"
 
 
-def test_a_subscription_in_dunning_gets_the_portal_without_plan_changes(flow):
-    flow.app.config["PROVIDER_PORTAL_PLAN_CHANGES"] = True
+def test_a_subscription_in_dunning_gets_the_portal_without_plan_changes(flow, configure):
+    configure(PROVIDER_PORTAL_PLAN_CHANGES=True)
     subscription_id = subscribe(flow)
     flow.emulator.fail_next_renewal(subscription_id)
     end = flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].current_period_end
@@ -145,8 +129,8 @@ def test_a_once_code_is_once_per_address_even_after_the_account_is_deleted(flow)
         "price": again.prices["basic"], "promotion_code": "ONCE", **URLS}, headers=again.headers))
 
 
-def test_a_deleted_accounts_earlier_address_gets_no_second_trial(flow):
-    flow.app.config["PROVIDER_TRIAL_DAYS"] = 14
+def test_a_deleted_accounts_earlier_address_gets_no_second_trial(flow, configure):
+    configure(PROVIDER_TRIAL_DAYS=14)
     assert intent(flow)["subscription"]["status"] == "trialing"
     post(flow, "/auth/email/change", {"email": "ada@new.example", "password": PASSWORD}, expect=202)
     with flow.app.app_context():  # the move, as the verified link makes it (the mail is another test's)
@@ -227,8 +211,8 @@ def test_a_deleted_accounts_open_payment_pays_nothing(flow):
 
 # -- bounded Stripe work ----------------------------------------------------------------------------
 
-def test_an_intents_stripe_calls_do_not_grow_with_history(flow):
-    flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = "10000 per minute"
+def test_an_intents_stripe_calls_do_not_grow_with_history(flow, configure):
+    configure(PROVIDER_CALLS_RATE_LIMIT="10000 per minute")
     counts = []
     for round_ in range(12):
         before = stripe_requests(flow)
@@ -238,10 +222,10 @@ def test_an_intents_stripe_calls_do_not_grow_with_history(flow):
     assert max(counts) <= PROVIDER_CALL_COSTS["subscription.intent"], counts
 
 
-def test_a_payment_attempts_stripe_calls_are_within_its_cost_when_it_replaces_both_kinds(flow):
+def test_a_payment_attempts_stripe_calls_are_within_its_cost_when_it_replaces_both_kinds(flow, configure):
     """The dearest intent and Checkout: a promotion code, and both an intent's unpaid subscription and an open
     Checkout page (one made at Stripe directly, as the dashboard would) to close first."""
-    flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = "10000 per minute"
+    configure(PROVIDER_CALLS_RATE_LIMIT="10000 per minute")
     for code in ("TEAM10", "TEAM15"):
         promotion(flow, code, percent_off=10, duration="forever")
     counts = {}
@@ -263,17 +247,10 @@ def test_a_payment_attempts_stripe_calls_are_within_its_cost_when_it_replaces_bo
     assert all(count <= PROVIDER_CALL_COSTS[endpoint] for endpoint, count in counts.items()), counts
 
 
-def measured(flow, request):
-    """Return ``(status, Stripe calls)`` of one request made by ``request()``."""
-    before = stripe_requests(flow)
-    status = request().status_code
-    return status, stripe_requests(flow) - before
-
-
-def test_an_organizations_member_and_deletion_requests_cost_at_most_what_the_limit_counts(flow):
+def test_an_organizations_member_and_deletion_requests_cost_at_most_what_the_limit_counts(flow, configure):
     """Accepting (its first payment open, or a seat charged), removing a member and deleting the organisation
     call Stripe a bounded number of times, at most their ``PROVIDER_CALL_COSTS`` entry."""
-    flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = "10000 per minute"
+    configure(PROVIDER_CALLS_RATE_LIMIT="10000 per minute")
     waiting = Team(flow)
     opened = waiting.client.post(f"{waiting.base}/subscription/checkout",
                                  json={"price": flow.prices["basic"], **URLS}, headers=waiting.ada)
@@ -298,8 +275,8 @@ def test_an_organizations_member_and_deletion_requests_cost_at_most_what_the_lim
     assert deleted[1] <= PROVIDER_CALL_COSTS["organizations.delete"], deleted
 
 
-def test_the_call_limit_counts_each_endpoints_stripe_calls(flow):
-    flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = f"{PROVIDER_CALL_COSTS['subscription.intent'] * 2} per minute"
+def test_the_call_limit_counts_each_endpoints_stripe_calls(flow, configure):
+    configure(PROVIDER_CALLS_RATE_LIMIT=f"{PROVIDER_CALL_COSTS['subscription.intent'] * 2} per minute")
     intent(flow)
     intent(flow, "pro")
     refused = flow.client.post("/subscription/portal", json={}, headers=flow.headers)

@@ -22,18 +22,21 @@ from app.errors import AlreadySubscribed
 from app.extensions import db
 from app.models import IdempotencyKey, Subscription, User
 from app.subscription import service
-from tests import test_subscription_management
-from tests.conftest import PASSWORD, bearer, login, register
 from tests.depth import budget
-from tests.test_billing_flow import Flow, start_flow
-from tests.test_selling import checkout, complete, promotion
-from tests.test_subscription_management import post, subscribe, updates
-
-prices = test_subscription_management.prices  # the five monthly prices, basic 9.00 to max 99.00 USD
+from tests.support.accounts import PASSWORD, bearer, login, register
+from tests.support.billing import (
+    Flow,
+    post,
+    prices,  # noqa: F401 (a fixture: the five monthly prices, basic 9.00 to max 99.00 USD)
+    start_flow,
+    subscribe,
+    updates,
+)
+from tests.support.selling import checkout, complete, promotion
 
 
 @pytest.fixture
-def flow(live, emulator, stripe_client, prices):
+def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
     return start_flow(live, emulator, stripe_client, prices)
 
 
@@ -99,12 +102,12 @@ def test_a_cheaper_price_is_previewed_as_the_next_invoice_with_its_credit(flow):
     assert amounts[0] < 0 and amounts[-1] == 900 and shown["amount_due"] == max(0, sum(amounts))
 
 
-def test_a_price_in_another_currency_or_unknown_to_stripe_is_refused_before_any_change(flow, stripe_client):
+def test_a_price_in_another_currency_or_unknown_to_stripe_is_refused_before_any_change(flow, stripe_client, configure):
     product = stripe_client.v1.products.create(params={"name": "Euro"})
     euro = stripe_client.v1.prices.create(params={"product": product.id, "unit_amount": 900, "currency": "eur",
                                                   "recurring": {"interval": "month"}}).id
     with flow.app.app_context():
-        flow.app.config["PROVIDER_PLANS"] = {**flow.app.config["PROVIDER_PLANS"], euro: "euro", "price_gone": "gone"}
+        configure(PROVIDER_PLANS={**flow.app.config["PROVIDER_PLANS"], euro: "euro", "price_gone": "gone"})
     subscribe(flow)
     before = updates(flow)
     for price in (euro, "price_gone"):
@@ -121,7 +124,7 @@ CHANGES = st.lists(st.tuples(st.sampled_from(["basic", "pro", "team", "max", 1, 
 
 @settings(max_examples=budget(4, 25), deadline=None, suppress_health_check=list(HealthCheck))
 @given(changes=CHANGES)
-def test_no_sequence_of_changes_earns_more_credit_than_was_paid(live, emulator, stripe_client, prices, changes):
+def test_no_sequence_of_changes_earns_more_credit_than_was_paid(live, emulator, stripe_client, prices, changes):  # noqa: F811 (prices: the fixture imported above)
     app, base_url = live
     email = f"{uuid.uuid4().hex}@example.com"  # one user per example, on the same service
     client = app.test_client()
@@ -230,11 +233,11 @@ def paid_late(flow, session_id):
                          json={"payment_method": "pm_card_mastercard"}, timeout=10)
 
 
-def test_a_second_checkout_page_expires_the_first_so_one_trial_is_paid(flow):
+def test_a_second_checkout_page_expires_the_first_so_one_trial_is_paid(flow, configure):
     """Review finding: each of two sessions made before either completed carried the first
     subscription's trial (the second to complete was charged at once); attack finding: both pages
     could be paid, two subscriptions billing one account. The newer page is the one payment attempt."""
-    flow.app.config["PROVIDER_TRIAL_DAYS"] = 14
+    configure(PROVIDER_TRIAL_DAYS=14)
     first = checkout(flow)
     second = checkout(flow, success_url="http://localhost:3000/welcome?again=1")
     assert flow.stripe.v1.checkout.sessions.retrieve(first["id"]).status == "expired"

@@ -9,10 +9,11 @@ from app import create_app
 from app.extensions import db
 from app.models import FailedWebhookEvent, User
 from app.timeutil import utcnow
-from tests.conftest import BASE_CONFIG, bearer, deliver, load_event, login, register
 from tests.receivers import NOTIFY_SECRET
-from tests.test_notification_delivery import add_notifications
-from tests.test_webhook import CUSTOMER, DURING_PERIOD
+from tests.support.accounts import bearer, login, register
+from tests.support.config import BASE_CONFIG
+from tests.support.events import CUSTOMER, DURING_PERIOD, deliver, load_event
+from tests.support.notifications import add_notifications
 
 METRICS_TOKEN = "metrics-scrape-token-0123456789"
 
@@ -96,9 +97,9 @@ def test_webhook_deliveries_are_counted_by_type_and_outcome(metrics_app):
             value(before, deliveries, event_type=event_type, outcome=outcome) == count, (event_type, outcome)
 
 
-def test_a_failed_webhook_is_counted_as_failed(metrics_app):
+def test_a_failed_webhook_is_counted_as_failed(metrics_app, configure):
     client = metrics_app.test_client()
-    metrics_app.config["PROPAGATE_EXCEPTIONS"] = False
+    configure(PROPAGATE_EXCEPTIONS=False)
     with metrics_app.app_context():
         db.session.add(User(email="cus@example.com", password_hash="x", provider_id=CUSTOMER))
         db.session.commit()

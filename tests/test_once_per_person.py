@@ -7,11 +7,9 @@ tests/test_organization_attacks.py.
 """
 import pytest
 
-from tests.test_billing_flow import start_flow
-from tests.test_billing_pages import settle
-from tests.test_money_edges import another_user, code_refused
-from tests.test_organization_billing import Team
-from tests.test_selling import URLS, complete, promotion
+from tests.support.billing import another_user, code_refused, settle, start_flow
+from tests.support.organizations import Team
+from tests.support.selling import URLS, complete, promotion
 
 
 @pytest.fixture
@@ -98,8 +96,8 @@ def test_a_code_is_taken_off_a_checkout_paid_with_a_card_that_redeemed_it(flow):
 # -- trials -----------------------------------------------------------------------------------------
 
 @pytest.fixture
-def trials(flow):
-    flow.app.config["PROVIDER_TRIAL_DAYS"] = 14
+def trials(flow, configure):
+    configure(PROVIDER_TRIAL_DAYS=14)
 
 
 def test_an_organisation_a_user_creates_gets_no_second_trial(trials, team):

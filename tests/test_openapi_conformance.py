@@ -8,8 +8,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 
-from tests.conftest import fresh_token
 from tests.depth import budget
+from tests.support.accounts import fresh_token
 
 load_all_checks()
 ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]

@@ -12,11 +12,10 @@ import pytest
 import requests
 
 from app.billing.call_costs import PROVIDER_CALL_COSTS
-from tests.conftest import PASSWORD
-from tests.test_billing_flow import start_flow
-from tests.test_money_edges import portal_plan_changes
-from tests.test_organization_billing import Team
-from tests.test_selling import URLS, complete
+from tests.support.accounts import PASSWORD
+from tests.support.billing import portal_plan_changes, start_flow
+from tests.support.organizations import Team
+from tests.support.selling import URLS, complete
 
 
 @pytest.fixture
@@ -84,12 +83,12 @@ def test_a_plan_with_usage_prices_still_charges_each_seat(usage_prices, team):
     assert seats_at_stripe(team, subscription_id) == [1]
 
 
-def test_an_organizations_billing_routes_cost_what_the_users_cost(team):
+def test_an_organizations_billing_routes_cost_what_the_users_cost(team, configure):
     # Routed a second time under /organizations/<id>, a view must not become a one-call endpoint.
     team.subscribe()
     cost = PROVIDER_CALL_COSTS["subscription.show_billing_details"]
     # A limit of its own from here (the store keys a count by its limit): two requests fit, not three.
-    team.flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = f"{2 * cost + 1} per minute"
+    configure(PROVIDER_CALLS_RATE_LIMIT=f"{2 * cost + 1} per minute")
     for _ in range(2):
         assert team.client.get(f"{team.base}/subscription/billing-details", headers=team.ada).status_code == 200
     before = stripe_calls(team)
@@ -98,11 +97,11 @@ def test_an_organizations_billing_routes_cost_what_the_users_cost(team):
     assert stripe_calls(team) == before
 
 
-def test_an_organizations_update_is_counted_at_the_stripe_calls_it_makes(team):
+def test_an_organizations_update_is_counted_at_the_stripe_calls_it_makes(team, configure):
     # The customer's email and its name: two calls, both counted before either is made.
     team.subscribe()
     cost = PROVIDER_CALL_COSTS["organizations.update"]
-    team.flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = f"{2 * cost + 1} per minute"
+    configure(PROVIDER_CALLS_RATE_LIMIT=f"{2 * cost + 1} per minute")
 
     def update(i):
         return team.client.patch(team.base, json={"name": f"Acme {i}", "billing_email": f"billing{i}@example.com"},
@@ -131,9 +130,9 @@ def test_an_organizations_update_is_counted_at_the_stripe_calls_it_makes(team):
     pytest.param(lambda team, i: team.client.delete(team.base, json={"password": "not-it"}, headers=team.ada),
                  id="delete-organization"),
 ])
-def test_requests_that_call_stripe_are_under_the_users_limit(team, request_of):
+def test_requests_that_call_stripe_are_under_the_users_limit(team, request_of, configure):
     team.subscribe()  # the organisation has a customer and a subscription: every request below asks Stripe
-    team.flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = "20 per minute"
+    configure(PROVIDER_CALLS_RATE_LIMIT="20 per minute")
     answers = [request_of(team, i).status_code for i in range(25)]
     assert 429 in answers, answers
     before = stripe_calls(team)
@@ -208,7 +207,7 @@ def test_nobody_joins_while_the_organizations_first_payment_is_open(team):
     assert team.stripe_quantity(started.json["subscription"]["id"]) == 2
 
 
-def test_accepting_while_the_organizations_checkout_is_open_is_under_the_users_limit(team):
+def test_accepting_while_the_organizations_checkout_is_open_is_under_the_users_limit(team, configure):
     """Each accept asks Stripe (the organisation's unended subscriptions, an open Checkout) and the
     invitation stays valid while the Checkout is open (409): a script looping it stops at the limit."""
     opened = team.client.post(f"{team.base}/subscription/checkout", json={"price": team.flow.prices["basic"], **URLS},
@@ -216,7 +215,7 @@ def test_accepting_while_the_organizations_checkout_is_open_is_under_the_users_l
     assert opened.status_code == 201, opened.json
     team.person("bob")
     invitation = team.invite("bob")
-    team.flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = "20 per minute"
+    configure(PROVIDER_CALLS_RATE_LIMIT="20 per minute")
     before = stripe_calls(team)
     answers = [team.accept("bob", invitation).status_code for _ in range(25)]
     calls = stripe_calls(team) - before
@@ -249,11 +248,11 @@ def test_an_abandoned_checkout_stops_holding_invitations_back_once_stripe_expire
     assert seats_of(team)["members"] == 2
 
 
-def test_the_portal_changes_no_plan_that_has_usage_prices(usage_prices, flow):
+def test_the_portal_changes_no_plan_that_has_usage_prices(usage_prices, flow, configure):
     """A portal swap moves only the licensed item's price, so the plan's metered items would stay the
     old plan's (the review's finding with ``PROVIDER_PORTAL_PLAN_CHANGES=true``): a subscription with
     metered items gets the locked portal, and no plan with usage prices is offered in the other."""
-    flow.app.config["PROVIDER_PORTAL_PLAN_CHANGES"] = True
+    configure(PROVIDER_PORTAL_PLAN_CHANGES=True)
     started = flow.client.post("/subscription/intent", json={"price": flow.prices["basic"]}, headers=flow.headers)
     flow.pay(started.json["client_secret"])
     flow.deliver()

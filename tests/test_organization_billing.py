@@ -3,93 +3,20 @@
 
 Through HTTP, the real stripe SDK, the emulator and its real webhooks, as tests/test_subscription_management.py.
 """
-import re
-from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import select
 
-from app import email_tokens
 from app.extensions import db
-from app.models import Membership, Organization, User
-from app.timeutil import utcnow
-from tests.conftest import PASSWORD, bearer, login, register
-from tests.test_billing_flow import start_flow
-from tests.test_organizations import verify
-
-SEAT = 900  # the basic price, minor units a seat a month
+from app.models import Organization
+from tests.support.accounts import PASSWORD
+from tests.support.billing import start_flow
+from tests.support.organizations import SEAT, Team
 
 
 @pytest.fixture
 def flow(live, emulator, stripe_client, prices):
     return start_flow(live, emulator, stripe_client, prices)
-
-
-class Team:
-    """Ada (the flow's user) owns Acme; people join through invitations, as the client app would."""
-
-    def __init__(self, flow):
-        self.flow, self.client, self.app = flow, flow.client, flow.app
-        self.ada = flow.headers
-        verify(self.app, "ada@example.com")
-        self.org = self.client.post("/organizations", json={"name": "Acme"}, headers=self.ada).json["id"]
-        self.base = f"/organizations/{self.org}"
-        self.headers = {}
-
-    def person(self, name):
-        """A registered user with a verified address; return their headers."""
-        email = f"{name}@example.com"
-        register(self.client, email=email, name=name)
-        with self.app.app_context():
-            db.session.scalars(select(User).where(User.email == email)).one().email_verified_at = utcnow()
-            db.session.commit()
-        self.headers[name] = bearer(login(self.client, email=email))
-        return self.headers[name]
-
-    def token(self, invitation):
-        """The token the invitation email carries (minted as the delivery worker mints it)."""
-        with self.app.app_context():
-            data = {"invitation": invitation["id"], "email": invitation["email"]}
-            link = email_tokens.link(SimpleNamespace(kind="invitation", data=data), None)
-        return re.search(r"token=([\w.\-]+)", link).group(1)
-
-    def invite(self, name, role="member"):
-        answer = self.client.post(f"{self.base}/invitations", json={"email": f"{name}@example.com", "role": role},
-                                  headers=self.ada)
-        assert answer.status_code == 201, answer.json
-        return answer.json
-
-    def accept(self, name, invitation):
-        return self.client.post("/organizations/invitations/accept", json={"token": self.token(invitation)},
-                                headers=self.headers[name])
-
-    def join(self, name, role="member"):
-        self.person(name)
-        answer = self.accept(name, self.invite(name, role))
-        assert answer.status_code == 200, answer.json
-        return answer.json
-
-    def subscribe(self, card="pm_card_visa"):
-        started = self.client.post(f"{self.base}/subscription/intent", json={"price": self.flow.prices["basic"]},
-                                   headers=self.ada)
-        assert started.status_code == 201, started.json
-        self.flow.pay(started.json["client_secret"], card)
-        self.flow.deliver()
-        return started.json["subscription"]["id"]
-
-    def fail_card(self, subscription_id):
-        """Pay the organisation's subscription with a card every charge of which is declined from now on."""
-        customer = self.flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
-        method = self.flow.stripe.v1.payment_methods.attach("pm_card_chargeCustomerFail", params={"customer": customer})
-        self.flow.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": method.id})
-        self.flow.deliver()
-
-    def members(self):
-        with self.app.app_context():
-            return db.session.query(Membership).filter_by(organization_id=self.org).count()
-
-    def stripe_quantity(self, subscription_id):
-        return self.flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"]["data"][0]["quantity"]
 
 
 @pytest.fixture

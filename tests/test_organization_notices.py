@@ -7,9 +7,9 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import Membership, Organization, User
 from app.notifications import notify
-from tests.conftest import PASSWORD
-from tests.test_billing_flow import start_flow
-from tests.test_organization_billing import Team
+from tests.support.accounts import PASSWORD
+from tests.support.billing import start_flow
+from tests.support.organizations import Team
 
 
 def test_an_organizations_billing_mail_names_it_and_a_users_own_does_not(make_app, smtp_server):

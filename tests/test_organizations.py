@@ -1,54 +1,15 @@
 """Organisations, members, roles, transfer and deletion (CONTRACT "Organisations"), through HTTP."""
 import pytest
-from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Membership, Organization, User
-from app.timeutil import utcnow
-from tests.conftest import PASSWORD, bearer, login, register
-
-
-def account(client, email, verified=True):
-    """A registered, logged-in user (its address verified, as inviting and creating an organisation need)."""
-    register(client, email=email, name=email.split("@")[0])
-    if verified:
-        verify(client.application, email)
-    return bearer(login(client, email=email))
-
-
-def verify(app, email):
-    """Mark ``email``'s account verified, as its emailed link would (tests/test_accounts.py covers the link)."""
-    with app.app_context():
-        db.session.scalars(select(User).where(User.email == email)).one().email_verified_at = utcnow()
-        db.session.commit()
-
-
-def user_id(client, headers):
-    return client.get("/auth/me", headers=headers).json["id"]
-
-
-def join(app, organization_id, uid, role="member"):
-    """A member added as an accepted invitation would (tests/test_invitations.py covers that path)."""
-    with app.app_context():
-        db.session.add(Membership(organization_id=organization_id, user_id=uid, role=role))
-        db.session.commit()
+from app.models import Membership, Organization
+from tests.support.accounts import PASSWORD, bearer, login, register
+from tests.support.organizations import account, make_team
 
 
 @pytest.fixture
 def team(app, client):
     return make_team(app, client)
-
-
-def make_team(app, client):
-    """An organisation of Ada (owner), Bob (admin) and Cy (member); return the ids and headers."""
-    ada, bob, cy = (account(client, f"{name}@example.com") for name in ("ada", "bob", "cy"))
-    created = client.post("/organizations", json={"name": "Acme"}, headers=ada)
-    assert created.status_code == 201, created.json
-    org = created.json["id"]
-    join(app, org, user_id(client, bob), "admin")
-    join(app, org, user_id(client, cy), "member")
-    return {"org": org, "ada": ada, "bob": bob, "cy": cy, "ids": {name: user_id(client, headers) for name, headers in
-                                                                 (("ada", ada), ("bob", bob), ("cy", cy))}}
 
 
 def test_the_creator_is_the_owner_and_sees_the_organization(client):

@@ -13,10 +13,19 @@ import pytest
 from app.extensions import db
 from app.models import Notification, Organization, Subscription, WebhookEvent
 from app.subscription import schedules
-from tests.conftest import deliver
-from tests.test_billing_flow import DAY, start_flow
-from tests.test_organization_billing import Team
-from tests.test_subscription_management import post, prices, subscribe  # noqa: F401 (prices: the five plans)
+from tests.support.billing import (  # noqa: F401 (prices: the five plans)
+    DAY,
+    invoices,
+    live_schedule,
+    post,
+    prices,
+    start_flow,
+    state,
+    subscribe,
+    to_period_end,
+)
+from tests.support.events import deliver
+from tests.support.organizations import Team
 
 
 @pytest.fixture
@@ -26,19 +35,6 @@ def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixt
 
 def swap_later(flow, plan, expect=200, path="/subscription/swap"):
     return post(flow, path, {"price": flow.prices[plan], "at": "period_end"}, expect=expect).json
-
-
-def state(flow):
-    return flow.client.get("/subscription", headers=flow.headers).json
-
-
-def invoices(flow, subscription_id):
-    return flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data
-
-
-def live_schedule(flow, subscription_id):
-    schedule = flow.stripe.v1.subscriptions.retrieve(subscription_id).schedule
-    return flow.stripe.v1.subscription_schedules.retrieve(schedule) if schedule else None
 
 
 def stored_change(flow, subscription_id):
@@ -52,12 +48,6 @@ def kinds(flow):
     with flow.app.app_context():
         return sorted(db.session.scalars(db.select(Notification.kind)
                                          .where(Notification.kind.startswith("plan_change_"))).all())
-
-
-def to_period_end(flow, subscription_id):
-    end = flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].current_period_end
-    flow.emulator.advance(end - flow.emulator.clock() + 60)
-    flow.deliver()
 
 
 def test_a_period_end_downgrade_charges_nothing_now_and_the_renewal_bills_the_new_price(flow):

@@ -9,9 +9,9 @@ import pytest
 from app import create_app
 from app.billing.call_costs import MOST_PROVIDER_CALLS, PROVIDER_CALL_COSTS
 from app.config_values import ConfigError
-from tests.conftest import BASE_CONFIG, bearer, login, register
-from tests.test_billing_flow import start_flow
-from tests.test_subscription_management import post, subscribe
+from tests.support.accounts import bearer, login, register
+from tests.support.billing import post, start_flow, subscribe
+from tests.support.config import BASE_CONFIG
 
 LIMIT = 40  # above the dearest request (MOST_PROVIDER_CALLS), which start-up requires
 

@@ -14,11 +14,10 @@ from app.billing.call_costs import MOST_PROVIDER_CALLS, OWNER_EMAIL_FOLLOWERS, P
 from app.extensions import db
 from app.models import Organization, User
 from app.timeutil import utcnow
-from tests.conftest import PASSWORD
-from tests.test_accounts import error_code, last_token, post, work
-from tests.test_billing_flow import start_flow
-from tests.test_notification_delivery import mail_config
-from tests.test_organization_billing import Team
+from tests.support.accounts import PASSWORD, error_code, last_token, post, work
+from tests.support.billing import start_flow
+from tests.support.notifications import mail_config
+from tests.support.organizations import Team
 
 NO_USERS = "users: checked 0, drifted 0, fixed 0, failed 0"
 
@@ -188,9 +187,9 @@ def test_an_email_change_moves_at_most_a_constant_number_of_customers_and_refuse
     assert customer_emails(flow, ids[:1]) == {"billing@org.example"}
 
 
-def test_an_email_change_link_is_counted_in_its_users_stripe_call_limit(flow, smtp_server):
+def test_an_email_change_link_is_counted_in_its_users_stripe_call_limit(flow, smtp_server, configure):
     """Before: the link has no bearer token, and no limit counted its Stripe calls."""
-    flow.app.config["PROVIDER_CALLS_RATE_LIMIT"] = f"{MOST_PROVIDER_CALLS} per hour"
+    configure(PROVIDER_CALLS_RATE_LIMIT=f"{MOST_PROVIDER_CALLS} per hour")
     owned_organizations(flow, 1)
     token = change_link(flow, smtp_server)
     renames = (MOST_PROVIDER_CALLS - PROVIDER_CALL_COSTS["auth.verify_email"]) // 2 + 1

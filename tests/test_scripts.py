@@ -70,6 +70,12 @@ def test_make_run_remembers_me_and_make_demo_leaves_other_users_as_they_were(tmp
         assert 'POST /usage/events -> 202 {"accepted": 0, "duplicates": 3}' in out
         assert 'POST /usage/events -> 202 {"accepted": 1, "duplicates": 1}' in out
         assert "subscription_cycle, paid" in out and "billed once: 3000 tokens" in out
+        # Entitlements: the free quota refuses what does not fit, the api plan's overage passes, and the renewal
+        # bills its tokens once; a downgrade scheduled, withdrawn, scheduled again and applied at the renewal.
+        assert '"allowed": false, "as_of": null, "consumed": 0, "feature": "ai.tokens"' in out
+        assert "used 2,200 of 2,000: 200 tokens of overage" in out and "billed once: 2200 tokens" in out
+        assert out.count('scheduled_change: {"at": ') == 2 and "DELETE /subscription/scheduled-change -> 200" in out
+        assert re.search(r"plan basic \(price_\w+\); scheduled_change null", out), out
         # Run after run (issue 32: "make demo passes five times in a row"): four more on the same stack, each
         # with its own clocks, users and identifiers.
         for run in range(2, 6 if DEEP else 2):
@@ -196,7 +202,9 @@ def test_the_emulator_clock_only_rewinds(emulator):
 # The rows of each kind, as ``--smoke`` measures them; ``--quick`` measures every row.
 BENCH_KINDS = ("minimal Flask app", "`GET /auth/me`, valid token", "webhook ingest, lifecycle mix",
                "`flask prune-tokens`", "`POST /subscription/intent`", "`POST /subscription/swap` round trip",
-               "`POST /auth/login`", "`POST /auth/password/forgot`", "`GET /plans`")
+               "`POST /auth/login`", "`POST /auth/password/forgot`", "`GET /plans`",
+               "`POST /entitlements/check` consume, service key", "`POST /entitlements/check` consume latency",
+               "1,000 concurrent consumes of 1 unit")
 BENCH_ROWS = BENCH_KINDS + ("`GET /_bench/bare`", "personal token scoped", "other tokens",
                             "one webhook delivery at a time")
 
@@ -225,6 +233,8 @@ def test_make_bench_runs_every_row(tmp_path):
         webhook = json.loads(results.read_text())["results"][kind]["webhook"]
         # The bench counts a delivery answered 200 but not in the ledger once as an error.
         assert webhook["ok"] > 0 and webhook["ledger_rows"] == webhook["ok"], (kind, webhook)
+        race = json.loads(results.read_text())["results"][kind]["consume_race"]
+        assert race["allowed"] == race["used"] == race["denied"] == 500 and race["errors"] == 0, (kind, race)
 
 
 @pytest.mark.deep_only

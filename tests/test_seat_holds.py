@@ -14,9 +14,9 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import SeatChange
-from tests.test_billing_flow import start_flow
-from tests.test_organization_billing import SEAT, Team
-from tests.test_selling import URLS, complete
+from tests.support.billing import start_flow
+from tests.support.organizations import SEAT, Team
+from tests.support.selling import URLS, complete
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from tests.conftest import PASSWORD
 from tests.depth import budget
-from tests.test_billing_flow import start_flow
-from tests.test_organization_billing import Team
+from tests.support.accounts import PASSWORD
+from tests.support.billing import start_flow
+from tests.support.organizations import Team
 
 PEOPLE = 4
 STEPS = []  # (example, step) pairs run, for the closing note: pytest -s prints the count

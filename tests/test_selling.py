@@ -14,18 +14,19 @@ from sqlalchemy import select
 from app.billing.events import REQUIRED_EVENT_TYPES
 from app.extensions import db
 from app.models import Notification, User
-from tests import test_subscription_management
-from tests.conftest import deliver, load_event
-from tests.signing import sign
-from tests.test_billing_flow import start_flow
-from tests.test_notification_delivery import mail_config, work
-from tests.test_subscription_management import subscribe
-
-prices = test_subscription_management.prices  # the five monthly prices, basic 9.00 to max 99.00 USD
+from tests.support.billing import (
+    prices,  # noqa: F401 (a fixture: the five monthly prices, basic 9.00 to max 99.00 USD)
+    start_flow,
+    subscribe,
+    use_card,
+)
+from tests.support.events import deliver, load_event
+from tests.support.notifications import mail_config, work
+from tests.support.selling import checkout, complete, promotion, resend
 
 
 @pytest.fixture
-def flow(live, emulator, stripe_client, prices):
+def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
     return start_flow(live, emulator, stripe_client, prices)
 
 
@@ -37,14 +38,6 @@ def live_config(smtp_server):
 def notes(flow, kind=None):
     data = flow.client.get("/notifications?limit=100", headers=flow.headers).json["data"]
     return [(n["kind"], n["data"]) for n in data if kind is None or n["kind"] == kind]
-
-
-def resend(flow, event):
-    """Deliver ``event`` (a dict) to the live service again, signed with its endpoint's secret."""
-    payload = json.dumps(event).encode()
-    secret = flow.app.config["PROVIDER_WEBHOOK_SECRET"][0]
-    return flow.client.post("/provider/webhook", data=payload, content_type="application/json",
-                            headers={"Stripe-Signature": sign(payload, secret=secret)})
 
 
 def paid_events(flow):
@@ -75,8 +68,8 @@ def test_a_receipt_is_sent_once_per_invoice_however_often_it_is_delivered(flow):
     assert len(notes(flow, "payment_succeeded")) == 1
 
 
-def test_an_invoice_that_took_no_money_sends_no_receipt(flow):
-    flow.app.config["PROVIDER_TRIAL_DAYS"] = 14
+def test_an_invoice_that_took_no_money_sends_no_receipt(flow, configure):
+    configure(PROVIDER_TRIAL_DAYS=14)
     flow.intent()
     assert "invoice.paid" in flow.deliver()
     assert [kind for kind, _ in notes(flow)] == [], \
@@ -87,8 +80,8 @@ def catalogue(flow, **headers):
     return flow.client.get("/plans", headers=headers)
 
 
-def test_the_catalogue_is_read_from_stripe_once_and_cached(flow):
-    flow.app.config["PROVIDER_TRIAL_DAYS"] = 7
+def test_the_catalogue_is_read_from_stripe_once_and_cached(flow, configure):
+    configure(PROVIDER_TRIAL_DAYS=7)
     first = catalogue(flow)
     assert first.status_code == 200 and first.headers["Cache-Control"] == "public, no-cache"
     plans = first.json["data"]
@@ -126,8 +119,8 @@ def test_a_price_or_product_webhook_refreshes_every_workers_catalogue(flow, make
         assert {plan["description"] for plan in plans} == {"Everything you need"}
 
 
-def test_the_catalogue_is_read_again_after_its_ttl(flow):
-    flow.app.config["PROVIDER_CATALOG_TTL"] = 0
+def test_the_catalogue_is_read_again_after_its_ttl(flow, configure):
+    configure(PROVIDER_CATALOG_TTL=0)
     before = requests_to(flow, "GET /v1/prices")
     catalogue(flow)
     catalogue(flow)
@@ -150,13 +143,6 @@ def test_a_paid_one_off_invoice_sends_a_receipt_and_its_legacy_twin_none(app, cl
         receipts = db.session.scalars(select(Notification)).all()
     assert [(n.kind, n.data["amount_paid"], n.data["currency"]) for n in receipts] == [
         ("payment_succeeded", 2000, "usd")]
-
-
-def promotion(flow, code="LAUNCH20", **coupon):
-    """A coupon (20 % off forever unless given) and an active promotion code ``code`` pointing at it."""
-    made = flow.stripe.v1.coupons.create(params=coupon or {"percent_off": 20, "duration": "forever"})
-    return flow.stripe.v1.promotion_codes.create(params={"promotion": {"type": "coupon", "coupon": made.id},
-                                                         "code": code})
 
 
 def changes_at_stripe(flow):
@@ -224,30 +210,13 @@ def test_a_swap_preview_with_a_code_shows_the_discounted_charge_and_the_swap_cha
 def test_a_declined_swap_with_a_code_changes_nothing(flow):
     subscription_id = subscribe(flow)
     promotion(flow, "HALF", percent_off=50, duration="forever")
-    test_subscription_management.use_card(flow, subscription_id, "pm_card_chargeCustomerFail")
+    use_card(flow, subscription_id, "pm_card_chargeCustomerFail")
     refused = flow.client.post("/subscription/swap", json={"price": flow.prices["pro"], "promotion_code": "HALF"},
                                headers=flow.headers)
     assert refused.status_code == 402 and refused.json["error"]["code"] == "payment_required"
     live = flow.stripe.v1.subscriptions.retrieve(subscription_id)
     assert live["items"].data[0].price.id == flow.prices["basic"]
     assert live.discounts == [], "no discount on the old price"
-
-
-URLS = {"success_url": "http://localhost:3000/welcome", "cancel_url": "http://localhost:3000/plans"}
-
-
-def checkout(flow, plan="basic", expect=201, **extra):
-    response = flow.client.post("/subscription/checkout", json={"price": flow.prices[plan], **URLS, **extra},
-                                headers=flow.headers)
-    assert response.status_code == expect, response.json
-    return response.json
-
-
-def complete(flow, session_id, card="pm_card_visa"):
-    answer = requests.post(f"{flow.emulator.url}/_emulator/checkout_sessions/{session_id}/complete",
-                           json={"payment_method": card}, timeout=10)
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 def events_since(flow, count):
@@ -283,13 +252,13 @@ def test_a_checkout_subscription_ends_active_with_one_subscribed_and_one_receipt
     assert sorted(kinds) == ["payment_succeeded", "subscribed"], kinds
 
 
-def test_checkout_urls_must_be_on_the_allowed_hosts(flow):
+def test_checkout_urls_must_be_on_the_allowed_hosts(flow, configure):
     before = changes_at_stripe(flow)
     for field in ("success_url", "cancel_url"):
         refused = checkout(flow, expect=422, **{field: "https://evil.example/phish"})["error"]
         assert refused["code"] == "validation_error" and list(refused["details"]) == [field]
     assert changes_at_stripe(flow) == before
-    flow.app.config["CHECKOUT_ALLOWED_HOSTS"] = frozenset({"shop.example"})
+    configure(CHECKOUT_ALLOWED_HOSTS=frozenset({"shop.example"}))
     checkout(flow, success_url="https://shop.example/ok", cancel_url="https://SHOP.example/back")
 
 
@@ -349,8 +318,8 @@ def test_billing_details_and_tax_ids_live_on_the_stripe_customer(flow, make_app)
         "/subscription/billing-details", headers=flow.headers).json["tax_ids"]]
 
 
-def test_with_automatic_tax_every_invoice_and_preview_is_taxed_and_adds_up(flow):
-    flow.app.config["PROVIDER_AUTOMATIC_TAX"] = True
+def test_with_automatic_tax_every_invoice_and_preview_is_taxed_and_adds_up(flow, configure):
+    configure(PROVIDER_AUTOMATIC_TAX=True)
     flow.client.put("/subscription/billing-details", json={"address": DE}, headers=flow.headers)
     subscription_id = subscribe(flow)
     shown = flow.client.get(f"/subscription/swap/preview?price={flow.prices['pro']}", headers=flow.headers).json
@@ -366,8 +335,8 @@ def test_with_automatic_tax_every_invoice_and_preview_is_taxed_and_adds_up(flow)
     assert flow.stripe.v1.subscriptions.retrieve(subscription_id).automatic_tax.enabled is True
 
 
-def test_a_first_checkout_subscription_is_a_trial_announced_once_and_entitled_by_its_card(flow):
-    flow.app.config["PROVIDER_TRIAL_DAYS"] = 14
+def test_a_first_checkout_subscription_is_a_trial_announced_once_and_entitled_by_its_card(flow, configure):
+    configure(PROVIDER_TRIAL_DAYS=14)
     session = checkout(flow)
     complete(flow, session["id"])
     flow.deliver()
@@ -376,8 +345,8 @@ def test_a_first_checkout_subscription_is_a_trial_announced_once_and_entitled_by
     assert [kind for kind, _ in notes(flow)] == ["trial_started"], "no subscribed, no receipt for nothing"
 
 
-def test_with_a_discount_and_tax_every_invoice_answer_is_subtotal_plus_tax(flow):
-    flow.app.config["PROVIDER_AUTOMATIC_TAX"] = True
+def test_with_a_discount_and_tax_every_invoice_answer_is_subtotal_plus_tax(flow, configure):
+    configure(PROVIDER_AUTOMATIC_TAX=True)
     flow.client.put("/subscription/billing-details", json={"address": DE}, headers=flow.headers)
     promotion(flow)
     body = {"price": flow.prices["basic"], "promotion_code": "LAUNCH20"}

@@ -5,7 +5,6 @@ webhook do not need ``PROVIDER_WEBHOOK_SECRET``; several workers or PostgreSQL o
 unless ``RATELIMIT_ALLOW_MEMORY=true``.
 """
 import gc
-import os
 import runpy
 import subprocess
 import sys
@@ -15,22 +14,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.conftest import WEBHOOK_SECRET, deliver, load_event
 from tests.ports import free_port
-
-ROOT = Path(__file__).resolve().parent.parent
-FLASK = [sys.executable, "-m", "flask", "--app", "wsgi"]
-
-
-def environ(tmp_path, **settings):
-    """The test process's environment without the service's settings, plus ``settings``."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PROVIDER_", "RATELIMIT_", "AUTH_", "DATABASE_URL", "FLASK_"))}
-    return {**env, "DATABASE_URL": f"sqlite:///{tmp_path / 'app.db'}", "SECRET_KEY": "test secret key", **settings}
-
-
-def run(args, env, **kwargs):
-    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, **kwargs)
+from tests.signing import WEBHOOK_SECRET
+from tests.support.events import deliver, load_event
+from tests.support.processes import FLASK, ROOT, environ, run
 
 
 def test_db_upgrade_and_create_user_need_no_webhook_secret(tmp_path):
@@ -187,9 +174,11 @@ def test_a_worker_freezes_what_loading_the_app_allocated():
     # gunicorn calls post_worker_init in each worker once the app is loaded: from then on a full
     # collection skips those objects (the ~100 ms pauses that were POST /usage/events' p99).
     settings = runpy.run_path(str(Path(__file__).resolve().parent.parent / "gunicorn.conf.py"))
+    gc.unfreeze()  # the suite's own freeze (tests/conftest.py), put back below
     assert gc.get_freeze_count() == 0
     try:
         settings["post_worker_init"](None)
         assert gc.get_freeze_count() > 10_000
     finally:
         gc.unfreeze()
+        gc.freeze()

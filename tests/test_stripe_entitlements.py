@@ -8,13 +8,13 @@ a way a customer could keep a paid feature it no longer pays for, or miss one it
 import pytest
 from sqlalchemy import select
 
-from app.entitlements.stripe_features import active_lookup_keys
+from app.entitlements.features import active_lookup_keys
 from app.extensions import db
 from app.models import Organization, StripeEntitlementSummary, User
-from tests.conftest import deliver
-from tests.test_billing_flow import start_flow
-from tests.test_organization_billing import Team
-from tests.test_subscription_management import subscribe
+from tests.support.billing import start_flow, subscribe
+from tests.support.entitlements import attach
+from tests.support.events import deliver
+from tests.support.organizations import Team
 
 SUMMARY = "entitlements.active_entitlement_summary.updated"
 
@@ -22,14 +22,6 @@ SUMMARY = "entitlements.active_entitlement_summary.updated"
 @pytest.fixture
 def flow(live, emulator, stripe_client, prices):
     return start_flow(live, emulator, stripe_client, prices)
-
-
-def attach(flow, lookup_key, product=None):
-    """Attach a new Stripe feature to ``product`` (default: the product of the flow's prices)."""
-    product = product or flow.stripe.v1.prices.retrieve(flow.prices["basic"]).product
-    feature = flow.stripe.v1.entitlements.features.create(params={"lookup_key": lookup_key, "name": lookup_key})
-    flow.stripe.v1.products.features.create(product, params={"entitlement_feature": feature.id})
-    return feature
 
 
 def keys_of(flow, model=User, **where):

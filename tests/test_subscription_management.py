@@ -12,58 +12,24 @@ import pytest
 import requests
 
 from app.extensions import db
-from app.models import IdempotencyKey, Subscription
+from app.models import IdempotencyKey
 from app.timeutil import utcnow
-from tests.test_billing_flow import DAY, start_flow
-
-UPDATES = "POST /v1/subscriptions"
-
-
-@pytest.fixture
-def prices(stripe_client):
-    """Five monthly prices (``basic`` 9.00 up to ``max`` 99.00 USD), all mapped in ``PROVIDER_PLANS``."""
-    product = stripe_client.v1.products.create(params={"name": "Service"})
-    amounts = {"basic": 900, "pro": 2900, "team": 4900, "business": 7900, "max": 9900}
-    return {plan: stripe_client.v1.prices.create(params={
-        "product": product.id, "unit_amount": amount, "currency": "usd", "recurring": {"interval": "month"},
-        "lookup_key": plan}).id for plan, amount in amounts.items()}
+from tests.support.billing import (
+    DAY,
+    UPDATES,
+    post,
+    prices,  # noqa: F401 (a fixture)
+    start_flow,
+    stored,
+    subscribe,
+    updates,
+    use_card,
+)
 
 
 @pytest.fixture
-def flow(live, emulator, stripe_client, prices):
+def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
     return start_flow(live, emulator, stripe_client, prices)
-
-
-def subscribe(flow, plan="basic", card="pm_card_visa"):
-    started = flow.intent(plan)
-    flow.pay(started["client_secret"], card)
-    flow.deliver()
-    return started["subscription"]["id"]
-
-
-def use_card(flow, subscription_id, card):
-    """Make ``card`` (a Stripe test id) what Stripe charges for the subscription from now on."""
-    customer = flow.stripe.v1.subscriptions.retrieve(subscription_id).customer
-    method = flow.stripe.v1.payment_methods.attach(card, params={"customer": customer})
-    flow.stripe.v1.subscriptions.update(subscription_id, params={"default_payment_method": method.id})
-    flow.deliver()
-
-
-def post(flow, path, body=None, key=None, expect=200):
-    headers = {**flow.headers, **({"Idempotency-Key": key} if key else {})}
-    response = flow.client.post(path, json=body if body is not None else {}, headers=headers)
-    assert response.status_code == expect, response.json
-    return response
-
-
-def stored(flow, subscription_id):
-    with flow.app.app_context():
-        row = db.session.scalars(db.select(Subscription).where(Subscription.provider_id == subscription_id)).one()
-        return row.provider_price, row.quantity, row.provider_status
-
-
-def updates(flow):
-    return flow.emulator.control("GET", "requests")["by_resource"].get(UPDATES, 0)
 
 
 def test_preview_then_swap_charges_what_the_preview_showed(flow):
@@ -299,8 +265,8 @@ def test_new_keys_with_a_body_sent_before_are_new_changes_at_stripe(flow):
     assert flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].price.id == flow.prices["pro"]
 
 
-def test_a_retry_stripe_replays_writes_the_subscription_as_it_is_now(flow):
-    flow.app.config["PROVIDER_PORTAL_PLAN_CHANGES"] = True
+def test_a_retry_stripe_replays_writes_the_subscription_as_it_is_now(flow, configure):
+    configure(PROVIDER_PORTAL_PLAN_CHANGES=True)
     subscription_id = subscribe(flow)
     post(flow, "/subscription/swap", {"price": flow.prices["pro"]}, key="lost-answer")
     flow.portal(subscription_id, "swap", price=flow.prices["team"])  # Stripe moves on, and says so
@@ -390,8 +356,8 @@ def test_ten_concurrent_swaps_make_one_provider_change_per_distinct_key(flow):
         "items"].data[0].price.id
 
 
-def test_a_swap_racing_a_webhook_of_the_same_subscription_ends_in_stripes_state(flow):
-    flow.app.config["PROVIDER_PORTAL_PLAN_CHANGES"] = True
+def test_a_swap_racing_a_webhook_of_the_same_subscription_ends_in_stripes_state(flow, configure):
+    configure(PROVIDER_PORTAL_PLAN_CHANGES=True)
     subscription_id = subscribe(flow)
     # A change made elsewhere (the portal) whose webhook is still on its way ...
     flow.portal(subscription_id, "swap", price=flow.prices["team"])

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from app.auth.abilities import ABILITIES
 from app.extensions import db
 from app.models import AccessToken, RotatedToken
-from tests.conftest import bearer, login, register
+from tests.support.accounts import bearer, login, register
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ALL_ABILITIES = list(ABILITIES)

@@ -12,10 +12,8 @@ from sqlalchemy import delete
 from app.billing.stripe_provider import StripeProvider
 from app.extensions import db
 from app.models import Subscription
-from tests.conftest import bearer, login, register
-from tests.test_billing_flow import DAY, start_flow
-from tests.test_billing_pages import calls, get, save_card, settle
-from tests.test_subscription_management import post
+from tests.support.accounts import bearer, login, register
+from tests.support.billing import DAY, calls, get, post, save_card, settle, start_flow
 
 TRIAL_DAYS = 14
 

@@ -9,8 +9,9 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Organization, UsageEvent, User
-from tests.conftest import bearer, login, register
-from tests.test_organizations import make_team
+from tests.support.accounts import bearer, login, register
+from tests.support.organizations import make_team
+from tests.support.usage import event
 
 
 @pytest.fixture
@@ -36,10 +37,6 @@ def customer_user(app, provider_customer):
         return db.session.scalar(select(User.id).where(User.provider_id == provider_customer))
 
 
-def event(user_id, identifier, value=1, **extra):
-    return {"identifier": identifier, "event_name": "tokens", "customer": {"user": user_id}, "value": value, **extra}
-
-
 def stored(app):
     with app.app_context():
         return db.session.scalar(select(func.count()).select_from(UsageEvent))
@@ -62,7 +59,7 @@ def test_a_batch_is_stored_once_and_delivered_once(app, client, runner, key, met
     assert (again.status_code, again.json) == (202, {"accepted": 0, "duplicates": 3})
     assert stored(app) == 2
     listed = runner.invoke(args=["usage-events", "--json"])
-    assert [json.loads(line)["identifier"] for line in listed.output.splitlines()] == ["req-1", "req-2"]
+    assert [row["identifier"] for row in json.loads(listed.output)] == ["req-1", "req-2"]
 
     result = runner.invoke(args=["deliver-usage", "--once"])
     assert result.exit_code == 0, result.output

@@ -4,41 +4,14 @@ licensed item's; a metered price is never sold alone."""
 
 import pytest
 
-from tests.conftest import PASSWORD
-from tests.test_billing_flow import start_flow
-from tests.test_subscription_management import post, stored, subscribe, updates, use_card
-from tests.test_usage import event
+from tests.support.accounts import PASSWORD
+from tests.support.billing import post, start_flow, stored, subscribe, updates, use_card
+from tests.support.selling import checkout, complete
+from tests.support.usage import event, live_config, prices  # noqa: F401 (fixtures: the plans and their metered prices)
 
 
 @pytest.fixture
-def prices(stripe_client):
-    product = stripe_client.v1.products.create(params={"name": "Service"})
-    return {plan: stripe_client.v1.prices.create(params={
-        "product": product.id, "unit_amount": amount, "currency": "usd", "recurring": {"interval": "month"},
-        "lookup_key": plan}).id for plan, amount in (("basic", 900), ("pro", 2900))}
-
-
-@pytest.fixture
-def live_config(stripe_client, prices):
-    return metered_plans(stripe_client, prices)
-
-
-def metered_plans(stripe_client, prices):
-    """Each plan gets a metered price on one ``tokens`` meter (``basic`` 2, ``pro`` 1 per token); return the
-    service's config for them (their ``PROVIDER_PLANS``), ``prices`` gaining ``<plan>_usage``."""
-    meter = stripe_client.v1.billing.meters.create(params={
-        "display_name": "Tokens", "event_name": "tokens", "default_aggregation": {"formula": "sum"}})
-    product = stripe_client.v1.prices.retrieve(prices["basic"]).product
-    metered = {plan: stripe_client.v1.prices.create(params={
-        "product": product, "unit_amount": amount, "currency": "usd",
-        "recurring": {"interval": "month", "usage_type": "metered", "meter": meter.id}}).id
-        for plan, amount in (("basic", 2), ("pro", 1))}
-    prices.update({f"{plan}_usage": price for plan, price in metered.items()})
-    return {"PROVIDER_PLANS": {price: plan for plan, price in metered.items()}}
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
+def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
     return start_flow(live, emulator, stripe_client, prices)
 
 
@@ -47,7 +20,7 @@ def item_prices(flow, subscription_id):
 
 
 def test_the_plans_metered_prices_follow_subscribe_and_swap(flow):
-    prices = flow.prices
+    prices = flow.prices  # noqa: F811 (prices: the fixture imported above)
     listed = [plan["price"] for plan in flow.client.get("/plans").json["data"]]
     assert listed == [prices["basic"], prices["pro"]], "a metered price is not sold alone"
     refused = flow.client.post("/subscription/intent", json={"price": prices["basic_usage"]}, headers=flow.headers)
@@ -72,8 +45,6 @@ def test_the_plans_metered_prices_follow_subscribe_and_swap(flow):
 
 
 def test_checkout_adds_the_plans_metered_prices(flow):
-    from tests.test_selling import checkout, complete
-
     session = checkout(flow, "pro")
     complete(flow, session["id"])
     flow.deliver()
@@ -86,7 +57,7 @@ def test_a_swap_that_moves_metered_prices_changes_all_or_nothing(flow):
     """A pending update takes an item's price and quantity, no deleted item
     (https://docs.stripe.com/billing/subscriptions/pending-updates-reference): the swap moves the plan's
     metered items in the same update, ``error_if_incomplete``, so a declined charge changes nothing."""
-    prices = flow.prices
+    prices = flow.prices  # noqa: F811 (prices: the fixture imported above)
     subscription_id = subscribe(flow, "basic")
     use_card(flow, subscription_id, "pm_card_chargeCustomerFail")
     refused = post(flow, "/subscription/swap", {"price": prices["pro"]}, expect=402).json["error"]
@@ -162,4 +133,4 @@ def test_usage_not_yet_delivered_when_the_account_is_deleted_is_billed_on_its_fi
     before = flow.emulator.control("GET", "requests")["total"]
     assert "delivered 0, failed 0" in runner.invoke(args=["deliver-usage", "--once"]).output
     assert flow.emulator.control("GET", "requests")["total"] == before
-    assert runner.invoke(args=["usage-events", "--failed", "--json"]).output == ""
+    assert runner.invoke(args=["usage-events", "--failed", "--json"]).output == "[]\n"

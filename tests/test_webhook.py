@@ -7,16 +7,15 @@ import pytest
 import time_machine
 from sqlalchemy import func, select
 
+from app.billing import statuses
 from app.errors import InvalidSignature
 from app.extensions import db
 from app.models import Notification, Subscription, User, WebhookEvent
 from app.signals import webhook_handled
-from tests.conftest import WEBHOOK_SECRET, deliver, load_event, sign
+from tests.signing import WEBHOOK_SECRET, sign
+from tests.support.events import CUSTOMER, DURING_PERIOD, deliver, load_event
 
-CUSTOMER = "cus_00000000000000"
 SUBSCRIPTION = "sub_000000000000000000000000"
-# Inside the fixtures' billing period (they end 2022-04-26), so "active" means entitled.
-DURING_PERIOD = datetime(2022, 4, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -105,7 +104,8 @@ def test_cancellation_scheduled_keeps_the_plan_until_the_period_ends(app, client
             (note,) = db.session.scalars(select(Notification)).all()
             assert (note.kind, note.data["ends_at"]) == ("cancellation_scheduled", int(period_end.timestamp()))
             (subscription,) = user.subscriptions
-            assert subscription.ends_at == period_end and subscription.on_grace_period(period_end.replace(day=1))
+            assert subscription.ends_at == period_end
+            assert statuses.on_grace_period(subscription, period_end.replace(day=1))
     # A second after the grace period the stored row no longer entitles (CONTRACT "User.plan").
     with time_machine.travel(period_end, tick=False), app.app_context():
         from app.billing.plans import entitled_plan
@@ -158,7 +158,7 @@ def test_new_shape_reads_the_period_from_items(app, client, customer):
         subscription = db.session.scalars(select(Subscription)).one()
         assert subscription.current_period_end == datetime.fromtimestamp(1488987924, UTC)
         assert subscription.ends_at == datetime.fromtimestamp(1487872069, UTC)
-        assert subscription.provider_status == "canceled" and not subscription.is_valid(DURING_PERIOD)
+        assert subscription.provider_status == "canceled" and not statuses.entitles(subscription, DURING_PERIOD)
 
 
 # 17, a paid one-off invoice, sends a receipt (tests/test_selling.py); its twin 18 does not.
@@ -310,11 +310,11 @@ def test_payloads_that_are_not_provider_events_are_refused(app, client, body):
     assert snapshot(app)["ledger"] == 0
 
 
-def test_a_failure_in_a_listener_leaves_nothing_and_the_retry_succeeds(app, client, customer):
+def test_a_failure_in_a_listener_leaves_nothing_and_the_retry_succeeds(app, client, customer, configure):
     def explode(sender, event, **extra):
         raise RuntimeError("listener crashed")
 
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+    configure(PROPAGATE_EXCEPTIONS=False)
     event = load_event("02")
     with webhook_handled.connected_to(explode):
         response = post(client, event)

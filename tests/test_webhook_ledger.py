@@ -13,7 +13,9 @@ from app.billing import objects
 from app.extensions import db
 from app.models import FailedWebhookEvent, Notification, Subscription, User, WebhookEvent
 from app.signals import webhook_handled
-from tests.conftest import BASE_CONFIG, FIXTURES, WEBHOOK_SECRET, deliver, load_event
+from tests.signing import WEBHOOK_SECRET
+from tests.support.config import BASE_CONFIG
+from tests.support.events import FIXTURES, deliver, load_event
 
 CUSTOMER = "cus_00000000000000"
 SUBSCRIPTION = "sub_000000000000000000000000"
@@ -69,8 +71,8 @@ def cli_json(runner, *args):
 
 
 def test_a_failed_event_is_recorded_after_the_rollback_counted_and_resolved_by_a_redelivery(
-        app, client, runner, customer):
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+        app, client, runner, customer, configure):
+    configure(PROPAGATE_EXCEPTIONS=False)
     event = load_event("02")
     assert post_failing(client, event).status_code == 500
     later = T1 + timedelta(minutes=5)
@@ -104,8 +106,8 @@ def test_a_failed_event_is_recorded_after_the_rollback_counted_and_resolved_by_a
     assert snapshot(app)["plans"] == ["pro"]
 
 
-def test_a_replay_takes_the_delivery_path_and_a_second_replay_changes_nothing(app, client, runner, customer):
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+def test_a_replay_takes_the_delivery_path_and_a_second_replay_changes_nothing(app, client, runner, customer, configure):
+    configure(PROPAGATE_EXCEPTIONS=False)
     assert post(client, load_event("01", created=1648320100)).status_code == 200
     activating = load_event("03", created=1648320200)
     assert post_failing(client, activating).status_code == 500
@@ -127,8 +129,8 @@ def test_a_replay_takes_the_delivery_path_and_a_second_replay_changes_nothing(ap
     assert snapshot(app) == replayed
 
 
-def test_a_replayed_event_older_than_the_applied_state_does_not_roll_it_back(app, client, runner, customer):
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+def test_a_replayed_event_older_than_the_applied_state_does_not_roll_it_back(app, client, runner, customer, configure):
+    configure(PROPAGATE_EXCEPTIONS=False)
     older = load_event("01", created=1648320100)  # incomplete
     assert post_failing(client, older).status_code == 500
     assert post(client, load_event("03", created=1648320200)).status_code == 200  # active, newer
@@ -139,8 +141,9 @@ def test_a_replayed_event_older_than_the_applied_state_does_not_roll_it_back(app
     assert sorted(state["ledger"]) == sorted([older["id"], "evt_000000000000000000000103"])
 
 
-def test_replay_failed_reports_each_event_and_exits_non_zero_while_they_still_fail(app, client, runner, customer):
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+def test_replay_failed_reports_each_event_and_exits_non_zero_while_they_still_fail(
+        app, client, runner, customer, configure):
+    configure(PROPAGATE_EXCEPTIONS=False)
     first, second = load_event("01", created=1648320100), load_event("03", created=1648320200)
     for event in (first, second):
         assert post_failing(client, event).status_code == 500
@@ -184,8 +187,7 @@ def _luhn_valid(digits):
 
 def test_the_ledger_stores_no_secret_and_no_card_number(make_app):
     """Every fixture event fails; nothing stored holds a secret, a signature or a card number."""
-    app = make_app(PROVIDER_API_KEY="sk_test_do_not_store_me")
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+    app = make_app(PROVIDER_API_KEY="sk_test_do_not_store_me", PROPAGATE_EXCEPTIONS=False)
     client = app.test_client()
     events = [json.loads(path.read_text()) for path in sorted(FIXTURES.glob("*.json")) if path.name[0].isdigit()]
     customers = {objects.customer_id_of(event["data"]["object"]) for event in events} - {None}
@@ -231,9 +233,9 @@ def test_prune_deletes_resolved_records_past_the_retention_only(make_app):
     ("live", True, True), ("live", False, False),
 ])
 def test_provider_livemode_acknowledges_events_of_the_other_mode_and_stores_nothing(
-        make_app, mode, livemode, processed):
+        make_app, mode, livemode, processed, configure):
     app = make_app(PROVIDER_LIVEMODE=mode)
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+    configure(PROPAGATE_EXCEPTIONS=False)
     with app.app_context():
         db.session.add(User(email="cus@example.com", password_hash="x", provider_id=CUSTOMER))
         db.session.commit()

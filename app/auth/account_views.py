@@ -20,7 +20,6 @@ from app.auth.schemas import (
 )
 from app.auth.views import blp
 from app.extensions import db, limiter
-from app.organizations import service as organizations
 from app.presentation import UserSchema
 
 SENT = {"sent": True}
@@ -197,5 +196,5 @@ def delete_account(body):
     for more than one other with billed seats (leave them first), ``usage_pending`` while accepted usage
     waits for delivery (the final invoice bills it); counted in ``PROVIDER_CALLS_RATE_LIMIT``.
     """
-    profile.delete_account(current_user_for_update(), body["password"], organizations.release_account)
+    profile.delete_account(current_user_for_update(), body["password"])
     db.session.commit()

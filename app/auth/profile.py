@@ -5,11 +5,12 @@ and a Stripe failure (``ProviderUnavailable``, 503) leaves every local row as it
 """
 import logging
 
+from flask import current_app
 from sqlalchemy import delete, exists, select
 
 from app.auth.recovery import check_password, refuse_unbounded_email_move
 from app.auth.service import normalise_email
-from app.billing import objects, prices
+from app.billing import customers, objects, prices
 from app.billing.provider import get_provider
 from app.billing.statuses import TERMINAL_STATUSES
 from app.errors import EmailTaken
@@ -20,7 +21,7 @@ from app.models.usage import abandon_pending
 from app.models.user import lock_user
 from app.notifications import notify_account
 from app.observability import metrics
-from app.usage import delivery
+from app.signals import account_deleting, customer_deleting, deletion_requested
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,7 @@ def update_profile(user, name):
     lock_user(user)
     # Read under the lock: a customer made meanwhile, and the name Stripe has, are what came before.
     db.session.refresh(user)
-    if user.provider_id and name != user.name:
-        get_provider().follow_customer_name(user.provider_id, user.name, name)
+    customers.follow(user, name=name)
     user.name = name
     return user
 
@@ -66,13 +66,14 @@ def request_email_change(user, email, password):
     notify_account(user, "email_change_requested", {"new_email": email})
 
 
-def delete_account(user, password, release):
+def delete_account(user, password):
     """Delete ``user`` and everything of theirs, Stripe first; raise ``WrongPassword`` (403).
 
-    ``release(user)`` runs once the password is checked, before anything is deleted: the
-    organisations' rules (``organizations.service.release_account``, which may refuse with 409).
-    ``UsagePending`` (409) while more of the user's accepted usage waits for delivery than the deletion
-    sends itself (``usage.delivery.refuse_backlog``): refused before any Stripe call.
+    Once the password is checked, ``deletion-requested`` then ``account-deleting`` are sent
+    (``app.signals``; ``app.listeners.deletions``), before anything is deleted: ``UsagePending`` (409)
+    while more of the user's accepted usage waits for delivery than the deletion sends itself, refused
+    before any Stripe call; then the organisations' rules (``organizations.service.release_account``,
+    which may refuse with 409).
 
     At Stripe every subscription not yet ended is cancelled now (``delete_customer``: a paid period's
     metered usage so far is invoiced, as ``POST /subscription/cancel`` now does) and the customer
@@ -84,9 +85,9 @@ def delete_account(user, password, release):
     that the address registered again gets no free trial.
     """
     check_password(user, password)
-    if user.provider_id:
-        delivery.refuse_backlog(user.provider_id)
-    release(user)
+    sender = current_app._get_current_object()
+    deletion_requested.send(sender, billable=user)
+    account_deleting.send(sender, user=user)
     lock_user(user)
     ever_subscribed = db.session.scalar(select(exists().where(Subscription.user_id == user.id)))
     if user.provider_id:
@@ -108,12 +109,13 @@ def delete_customer(billable):
     subscription's open invoice is voided, then the subscription cancelled now on the terms of
     ``POST /subscription/cancel`` now (``prices.cancel_now_terms``): an ``active`` one with metered
     prices gets its final invoice, the usage of the period so far, before the customer goes. Usage
-    accepted here (``202``) and not yet delivered is delivered first (``usage.delivery.deliver_for_deletion``,
-    at most ``call_costs.USAGE_DELIVERED_ON_DELETION`` events: the caller ran ``refuse_backlog``), so that final invoice
-    bills it (CONTRACT "Changes to the fifth round"); only events accepted meanwhile, or of a customer a
-    retry finds deleted, are marked ``failed`` (``models.usage.abandon_pending``). Stripe calls: the
-    customer, the meters and one per pending event, one page of subscriptions, two or three per unended
-    one (the service keeps one), and the deletion; never the customer's history. Raises
+    accepted here (``202``) and not yet delivered is delivered first (``customer-deleting``, received by
+    ``usage.delivery.deliver_for_deletion``: at most ``call_costs.USAGE_DELIVERED_ON_DELETION`` events, the
+    caller having sent ``deletion-requested``), so that final invoice bills it (CONTRACT "Changes to the
+    fifth round"); only events accepted meanwhile, or of a customer a retry finds deleted, are marked
+    ``failed`` (``models.usage.abandon_pending``). Stripe calls: the customer, the meters and one per
+    pending event, one page of subscriptions, two or three per unended one (the service keeps one), and
+    the deletion; never the customer's history. Raises
     ``ProviderUnavailable`` (503) and ``ProviderRejected`` (502), after which the caller deletes nothing.
     """
     provider = get_provider()
@@ -121,7 +123,7 @@ def delete_customer(billable):
     deleted = provider.retrieve_customer(billable.provider_id).get("deleted")
     ever_subscribed = False
     if not deleted:
-        delivery.deliver_for_deletion(provider, billable.provider_id)
+        customer_deleting.send(current_app._get_current_object(), provider=provider, customer=billable.provider_id)
         ever_subscribed = _cancel_and_delete(provider, billable)
     abandoned = abandon_pending(billable.provider_id)
     if abandoned:

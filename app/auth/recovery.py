@@ -11,9 +11,8 @@ from app import email_tokens
 from app.auth import management, passwords
 from app.auth.bearer import PROVIDER_CALLS_SCOPE
 from app.auth.service import normalise_email
-from app.billing import redemptions
+from app.billing import customers, redemptions
 from app.billing.call_costs import OWNER_EMAIL_FOLLOWERS, PROVIDER_CALL_COSTS
-from app.billing.provider import get_provider
 from app.errors import (
     AlreadyVerified,
     EmailTaken,
@@ -116,11 +115,8 @@ def _move_email(user, new_email):
     organizations = customers_mailing_owner(user)  # locked before Stripe hears of any of it
     if len(organizations) > OWNER_EMAIL_FOLLOWERS:
         raise OrganizationsFollowEmail.over([organization.id for organization in organizations], OWNER_EMAIL_FOLLOWERS)
-    provider = get_provider()
-    if user.provider_id:
-        provider.update_customer_email(user.provider_id, new_email)
-    for organization in organizations:
-        provider.update_customer_email(organization.provider_id, new_email)
+    for billable in (user, *organizations):
+        customers.follow(billable, email=new_email)
     remember_address(user)  # the address it leaves, for an account made before the history was kept
     user.email, user.email_verified_at = new_email, utcnow()
     try:

@@ -10,13 +10,8 @@ from app.billing import reconcile
 from app.billing.billing_mode_command import migrate_billing_mode_command
 from app.billing.provider import get_provider
 from app.cli import ServiceCommand
+from app.models import User
 from app.observability import metrics
-
-
-def not_synced(users, organizations):
-    """The one-line failure of a command that could not sync ``users`` users and ``organizations`` organisations."""
-    kinds = [f"{users} user(s)"] * bool(users) + [f"{organizations} organisation(s)"] * bool(organizations)
-    return f"{' and '.join(kinds)} could not be synced"
 
 
 @click.command("reconcile", cls=ServiceCommand)
@@ -37,10 +32,10 @@ def reconcile_command(dry_run):
         click.echo(f"{name}: FAILED ({exc.__class__.__name__}: {exc})")
     click.echo(result.summary() + (" (dry run: nothing written)" if dry_run else ""))
     if not dry_run:
-        users = result.users
+        users = result.by_kind[User]
         metrics.reconcile_finished(users.checked, users.drifted, users.fixed, users.failed, time.time())
     if result.failed:
-        raise click.ClickException(not_synced(result.users.failed, result.organizations.failed))
+        raise click.ClickException(result.not_synced())
     return result
 
 

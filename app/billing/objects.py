@@ -12,9 +12,6 @@ documented as absent, never as an exception (a 500, and the provider retrying th
 from app.billing.statuses import TERMINAL_STATUSES
 from app.timeutil import from_timestamp
 
-# ``metadata.origin`` of a subscription Stripe Checkout made for the service (``subscription_data.metadata``).
-CHECKOUT_ORIGIN = "checkout"
-
 
 def ref_id(value):
     """Return the id (a non-empty string) of a reference that may be an id, an expanded object or ``None``.

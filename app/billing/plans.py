@@ -3,7 +3,7 @@ import logging
 
 from flask import current_app, g
 
-from app.billing import writer
+from app.billing import statuses, writer
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def newest(subscriptions):
 def entitled_subscription(billable, now=None):
     """Return the newest subscription that is valid at ``now``, or ``None``."""
     now = now or utcnow()
-    return newest([s for s in billable.subscriptions if s.is_valid(now)])
+    return newest([s for s in billable.subscriptions if statuses.entitles(s, now)])
 
 
 def entitled_plan(billable, now=None):

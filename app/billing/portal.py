@@ -9,7 +9,10 @@ uninvoiced) and offers every price. So every portal session names a configuratio
   updated to the terms below on first use in each process (one list call, then at most one write):
   ``locked`` (no plan changes) and, with ``PROVIDER_PORTAL_PLAN_CHANGES=true``, ``plan_changes``
   (only ``PROVIDER_PLANS`` prices of plans without metered prices, ``proration_behavior=always_invoice``:
-  a change is invoiced at once, as the service's own swap of a dearer plan is).
+  an upgrade is invoiced at once, as the service's own swap of a dearer plan is; a downgrade, to a cheaper
+  item or a shorter interval, is scheduled for the period's end by ``schedule_at_period_end``: Stripe puts
+  the subscription on a schedule of its own, which the service shows as ``scheduled_change`` and never
+  releases, ``schedule_not_ours``).
 
 Neither offers quantities (``adjustable_quantity`` off: seats are the service's), promotion codes
 (every code passes ``promotions.resolve``) or an email change (the address is the account's). A
@@ -29,6 +32,10 @@ from app.errors import UnknownPrice
 log = logging.getLogger(__name__)
 
 MANAGED_BY = "subscription-service"
+# The changes the portal schedules for the period's end rather than invoicing now (CONTRACT "Plan changes at the
+# period's end"): a cheaper item, a shorter interval. Stripe's condition types, https://docs.stripe.com/api/
+# customer_portal/configurations/create#create_portal_configuration-features-subscription_update-schedule_at_period_end
+AT_PERIOD_END = ("decreasing_item_amount", "shortening_interval")
 
 
 def _features(provider, plan_changes):
@@ -46,7 +53,8 @@ def _features(provider, plan_changes):
                 log.warning("price %s of PROVIDER_PLANS is unknown to Stripe: not offered in the portal", price)
         update = {"enabled": True, "default_allowed_updates": ["price"], "proration_behavior": "always_invoice",
                   "products": [{"product": product, "prices": listed, "adjustable_quantity": {"enabled": False}}
-                               for product, listed in sorted(by_product.items())]}
+                               for product, listed in sorted(by_product.items())],
+                  "schedule_at_period_end": {"conditions": [{"type": condition} for condition in AT_PERIOD_END]}}
     return {
         "customer_update": {"enabled": True, "allowed_updates": ["address", "tax_id"]},
         "invoice_history": {"enabled": True},

@@ -2,7 +2,8 @@
 
 Views, listeners and commands talk to the payment provider only through this interface; objects
 come back as plain dicts shaped as the provider's API documents them. ``sync`` is written once, in
-``app.billing.sync``, on top of the primitive calls.
+``app.billing.sync`` (``sync_billable(provider, billable)``), on top of the primitive calls: neither the
+contract nor its adapter imports a writer (docs/billing.md "Layout").
 """
 from abc import abstractmethod
 
@@ -236,13 +237,6 @@ class SubscriptionProvider(CheckoutContract, MeterContract, BillingModeContract,
         invoice = live.get("latest_invoice")
         if isinstance(invoice, dict) and invoice.get("status") == "open":
             self.void_invoice(invoice["id"])
-
-    @abstractmethod
-    def sync(self, billable):
-        """Pull the billable's live subscriptions and write them locally as the webhooks would.
-
-        Returns a ``billing.sync.SyncResult``; the caller commits. See ``billing.sync.sync_billable``.
-        """
 
 
 def get_provider():

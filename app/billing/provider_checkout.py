@@ -2,6 +2,9 @@
 hands out, which of them are still open, and closing one. ``SubscriptionProvider`` inherits it."""
 from abc import ABC, abstractmethod
 
+# ``metadata.origin`` of a subscription Stripe Checkout made for the service (``subscription_data.metadata``).
+CHECKOUT_ORIGIN = "checkout"
+
 
 class CheckoutContract(ABC):
     """What Stripe Checkout needs from the provider. Every call may raise ``ProviderUnavailable``."""

@@ -4,7 +4,7 @@
 Webhooks are the only push from the provider; one that never arrives (retries given up after three
 days, an endpoint disabled, delivery paused) leaves a billable's state wrong until someone syncs it.
 ``reconcile`` finds the users at risk and every organisation with a customer (its seats may have
-drifted at any time, ``seat_drift``), and runs the same ``sync`` as ``flask sync-user`` / ``flask
+drifted at any time, ``seats``), and runs the same ``sync`` as ``flask sync-user`` / ``flask
 sync-org`` on each, in one loop.
 """
 from dataclasses import dataclass, field
@@ -12,11 +12,11 @@ from datetime import timedelta
 
 from sqlalchemy import and_, func, or_, select
 
-from app.billing import seat_drift
+from app.billing.seats import set_seats
 from app.billing.statuses import DUNNING_STATUSES, TERMINAL_STATUSES, VALID_STATUSES
 from app.billing.sync import sync_billable
 from app.extensions import db
-from app.models import Organization, Subscription, User
+from app.models import BILLABLE_KINDS, Subscription, User
 from app.timeutil import utcnow
 
 BATCH_SIZE = 100
@@ -41,14 +41,13 @@ class Counts:
 
 @dataclass
 class ReconcileResult:
-    """One run: ``Counts`` of ``users`` and of ``organizations``. ``synced`` holds ``(label, SyncResult)`` of
-    each billable synced (``changes`` those it changed), ``seats`` the ``seat_drift.SeatDrift`` of each
-    organisation whose seats were (or, in a dry run, would be) set back, ``failures`` ``(label,
-    exception)`` pairs; in the order met. ``label`` is ``label(billable)``."""
+    """One run: ``by_kind``, the ``Counts`` of each billable model of ``BILLABLE_KINDS``. ``synced`` holds
+    ``(label, SyncResult)`` of each billable synced (``changes`` those it changed), ``seats`` the
+    ``seats.SeatDrift`` of each organisation whose seats were (or, in a dry run, would be) set back,
+    ``failures`` ``(label, exception)`` pairs; in the order met. ``label`` is the billable's ``label``."""
 
     dry_run: bool = False
-    users: Counts = field(default_factory=Counts)
-    organizations: Counts = field(default_factory=Counts)
+    by_kind: dict = field(default_factory=lambda: {model: Counts() for model in BILLABLE_KINDS})
     synced: list = field(default_factory=list)
     seats: list = field(default_factory=list)
     failures: list = field(default_factory=list)
@@ -60,16 +59,22 @@ class ReconcileResult:
 
     def counts(self, billable):
         """The ``Counts`` of ``billable``'s kind."""
-        return self.organizations if billable.kind == Organization.kind else self.users
+        return self.by_kind[type(billable)]
 
     @property
     def failed(self):
-        """Billables of either kind whose sync raised."""
-        return self.users.failed + self.organizations.failed
+        """Billables of any kind whose sync raised."""
+        return sum(counts.failed for counts in self.by_kind.values())
 
     def summary(self):
         """The command's last line: ``users: checked N, ...; organisations: checked N, ...``."""
-        return f"users: {self.users}; organisations: {self.organizations}"
+        return "; ".join(f"{model.noun}s: {counts}" for model, counts in self.by_kind.items())
+
+    def not_synced(self):
+        """The one-line failure of a run some billables of which could not be synced: ``1 user(s) and 2
+        organisation(s) could not be synced``."""
+        kinds = [f"{counts.failed} {model.noun}(s)" for model, counts in self.by_kind.items() if counts.failed]
+        return f"{' and '.join(kinds)} could not be synced"
 
 
 class DryRunProvider:
@@ -81,10 +86,6 @@ class DryRunProvider:
 
     def __getattr__(self, name):
         return getattr(self._provider, name)
-
-    def sync(self, billable):
-        """The contract's one sync, run on this wrapper so that its provider calls come here."""
-        return sync_billable(self, billable)
 
     def set_default_payment_method(self, customer_id, payment_method_id):
         """Skip the write; answer as the write would have (the new default, named by id: the caller reads
@@ -105,34 +106,33 @@ def _may_have_drifted(now, stale_days):
     )
 
 
-def candidates(stale_days, now=None):
-    """Return the query of the ids of users whose state may have drifted, ordered by id.
+def candidates(stale_days, now=None, model=User):
+    """Return the query of the ids of ``model``'s billables whose state may have drifted, ordered by id.
 
-    Users with a provider customer and a subscription that is ``incomplete``, ``past_due`` or
+    Those with a provider customer and a subscription that is ``incomplete``, ``past_due`` or
     ``unpaid``, still valid past its ``ends_at`` (a grace period that has ended), or not
-    confirmed by an event or a sync for ``stale_days`` days (``RECONCILE_STALE_DAYS``).
+    confirmed by an event or a sync for ``stale_days`` days (``RECONCILE_STALE_DAYS``); for a ``seated``
+    kind every one with a customer: a seat quantity changed in the Dashboard is news no subscription row
+    shows, so each is checked.
     """
+    if model.seated:
+        return model.with_customer()
     now = now or utcnow()
-    return (select(User.id).join(Subscription, Subscription.user_id == User.id)
-            .where(User.provider_id.is_not(None), _may_have_drifted(now, stale_days))
-            .group_by(User.id).order_by(User.id))
-
-
-def organization_candidates():
-    """Return the query of the ids of every organisation with a provider customer, ordered by id: a seat
-    quantity changed in the Dashboard is news no subscription row shows, so each is checked."""
-    return select(Organization.id).where(Organization.provider_id.is_not(None)).order_by(Organization.id)
+    return (select(model.id).join(Subscription, getattr(Subscription, f"{model.kind}_id") == model.id)
+            .where(model.provider_id.is_not(None), _may_have_drifted(now, stale_days))
+            .group_by(model.id).order_by(model.id))
 
 
 def to_reconcile(stale_days):
-    """The ``(model, query of ids)`` pairs ``reconcile`` goes through: candidate users, then organisations."""
-    return [(User, candidates(stale_days)), (Organization, organization_candidates())]
+    """The ``(model, query of ids)`` pairs ``reconcile`` goes through: each kind's ``candidates``, in
+    ``BILLABLE_KINDS``' order, chosen by the service's clock at one instant."""
+    now = utcnow()
+    return [(model, candidates(stale_days, now, model)) for model in BILLABLE_KINDS]
 
 
 def every_customer():
     """The ``(model, query of ids)`` pairs of every billable with a provider customer (``flask sync-user --all``)."""
-    return [(User, select(User.id).where(User.provider_id.is_not(None)).order_by(User.id)),
-            (Organization, organization_candidates())]
+    return [(model, model.with_customer()) for model in BILLABLE_KINDS]
 
 
 def count(queries):
@@ -157,13 +157,13 @@ def each_billable(queries):
     for model, query in queries:
         for ids in _batches(query, model.id):
             for billable_id in ids:
-                yield db.session.get(model, billable_id)
+                yield model.by_id(billable_id)
             db.session.expunge_all()  # a batch's billables are done with; keep memory flat
 
 
 def sync_each(provider, billables, dry_run=False, seats=False, on_billable=None):
-    """Sync each of ``billables`` (users and organisations, any order) through ``provider.sync``, with
-    ``seats`` an organisation's seats set back to its ``seat_count`` too (``seat_drift.set_seats``); return
+    """Sync each of ``billables`` (users and organisations, any order) through ``sync.sync_billable``, with
+    ``seats`` an organisation's seats set back to its ``seat_count`` too (``set_seats``); return
     a ``ReconcileResult``.
 
     One at a time, each in its own transaction, committed here: a sync locks the billable's row, and
@@ -186,18 +186,13 @@ def reconcile(provider, stale_days, dry_run=False, on_billable=None):
     return sync_each(provider, each_billable(to_reconcile(stale_days)), dry_run, seats=True, on_billable=on_billable)
 
 
-def label(billable):
-    """How the commands name ``billable`` on a line: a user's email, an organisation's ``"<id> (<name>)"``."""
-    return f"{billable.id} ({billable.name})" if billable.kind == Organization.kind else billable.email
-
-
 def _sync_one(provider, billable, result, seats):
-    counts, name = result.counts(billable), label(billable)
+    counts, name = result.counts(billable), billable.label
     counts.checked += 1
     try:
-        synced = provider.sync(billable)
-        drift = seat_drift.set_seats(provider, billable, result.dry_run) \
-            if seats and billable.kind == Organization.kind else None
+        synced = sync_billable(provider, billable)
+        drift = set_seats(provider, billable, result.dry_run) \
+            if seats and billable.seated else None
     except Exception as exc:  # one billable's failure must not stop the others
         db.session.rollback()
         counts.failed += 1

@@ -4,12 +4,8 @@ from sqlalchemy.orm import joinedload
 
 from app.billing import objects, redemptions, writer
 from app.extensions import db
-from app.models import Organization, Subscription, User
+from app.models import BILLABLE_KINDS, Subscription
 from app.timeutil import from_timestamp, utcnow
-
-# The billable models, in the order a customer id is looked up: a user's customer (the common case)
-# costs one statement, an organisation's two. Customer ids are Stripe's, unique across both tables.
-BILLABLES = (User, Organization)
 
 
 def _locking(model):
@@ -26,18 +22,15 @@ def _loading(model):
             .execution_options(populate_existing=True))
 
 
-_LOCKS = tuple((_locking(model), _loading(model)) for model in BILLABLES)
+# Customer ids are Stripe's, unique across the kinds: a user's customer costs one statement, the next kind's two.
+_LOCKS = tuple((_locking(model), _loading(model)) for model in BILLABLE_KINDS)
 
 
 def billable_for_customer(customer_id):
     """Return the billable (a user or an organisation) whose ``provider_id`` is ``customer_id``, or ``None``."""
     if not customer_id:
         return None
-    for model in BILLABLES:
-        found = db.session.scalars(select(model).where(model.provider_id == customer_id)).first()
-        if found is not None:
-            return found
-    return None
+    return next((found for model in BILLABLE_KINDS if (found := model.by_customer(customer_id)) is not None), None)
 
 
 def lock_customer(customer_id):

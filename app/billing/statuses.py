@@ -44,6 +44,22 @@ def awaits_card(status, card_saved):
     return status == "trialing" and not card_saved
 
 
+def entitles(subscription, now):
+    """Whether ``subscription`` (a ``Subscription`` row or its snapshot) grants its plan at ``now`` (aware UTC)."""
+    return is_valid(subscription.provider_status, subscription.ends_at, now,
+                    subscription.default_payment_method is not None)
+
+
+def on_grace_period(subscription, now):
+    """Whether ``subscription`` is cancelled but still valid until ``ends_at`` (Cashier's ``onGracePeriod``)."""
+    return subscription.ends_at is not None and entitles(subscription, now)
+
+
+def waits_for_card(subscription):
+    """Whether ``subscription`` is a free trial whose card is not saved yet: it grants nothing until it is."""
+    return awaits_card(subscription.provider_status, subscription.default_payment_method is not None)
+
+
 def is_valid(status, ends_at, now, card_saved=True):
     """Whether a subscription entitles at ``now``: a valid status, and ``ends_at`` (if set) still ahead.
 

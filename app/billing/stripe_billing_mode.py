@@ -10,7 +10,6 @@ import stripe
 from stripe._v1_services import V1Services
 from stripe.params import SubscriptionMigrateParams
 
-from app.billing import billing_modes
 from app.billing.stripe_calls import SUBSCRIPTION_EXPAND, provider_call
 
 
@@ -19,6 +18,9 @@ class BillingModeCalls:
 
     _v1: V1Services  # the SDK's ``v1`` service, set by StripeProvider
     retrieve_subscription: Callable[[str], dict]  # StripeProvider's
+    # Whether the service's rows know a subscription id as ``classic``: ``billing_modes.is_classic``, handed in
+    # by ``create_app`` so that the adapter reads no row itself (docs/billing.md "Layout").
+    _is_classic: Callable[[str], bool]
 
     def migrate_billing_mode(self, subscription_id):
         params: SubscriptionMigrateParams = {"billing_mode": {"type": "flexible"}, "expand": SUBSCRIPTION_EXPAND}
@@ -34,5 +36,5 @@ class BillingModeCalls:
 
     def _flexible_first(self, subscription_id):
         """Migrate the subscription first when the service knows it as ``classic`` (see ``migrate_billing_mode``)."""
-        if billing_modes.is_classic(subscription_id):
+        if self._is_classic(subscription_id):
             self.migrate_billing_mode(subscription_id)

@@ -3,7 +3,7 @@ from stripe._v1_services import V1Services
 from stripe.params.checkout import SessionCreateParams as CheckoutSessionCreateParams
 from stripe.params.checkout import SessionListParams as CheckoutSessionListParams
 
-from app.billing.objects import CHECKOUT_ORIGIN
+from app.billing.provider_checkout import CHECKOUT_ORIGIN
 from app.billing.stripe_calls import BILLING_MODE, client_values_refused, provider_call
 from app.errors import ProviderRejected
 

@@ -24,7 +24,6 @@ from stripe.params import (
 from stripe.params.entitlements import ActiveEntitlementListParams
 
 from app import jsonbody
-from app.billing import sync
 from app.billing.provider import SubscriptionProvider
 from app.billing.provider_errors import ChangeDeclined
 from app.billing.stripe_billing_mode import BillingModeCalls
@@ -46,9 +45,16 @@ from app.errors import InvalidJson, InvalidSignature, UnknownPrice
 
 log = logging.getLogger(__name__)
 
+
+def _knows_no_rows(_subscription_id):
+    return False
+
+
 class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, BillingModeCalls, ScheduleCalls, SubscriptionProvider):
-    def __init__(self, api_key, api_base=None, timeout=5, max_network_retries=1):
-        """``timeout`` is per HTTP attempt, in seconds; ``api_base`` points the SDK at the emulator."""
+    def __init__(self, api_key, api_base=None, timeout=5, max_network_retries=1, is_classic=None):
+        """``timeout`` is per HTTP attempt, in seconds; ``api_base`` points the SDK at the emulator;
+        ``is_classic(subscription_id)`` says whether the service knows a subscription as ``classic`` (default:
+        never, the provider on its own knowing no rows)."""
         self._client = stripe.StripeClient(
             api_key or "sk_test_unset",
             base_addresses={"api": api_base} if api_base else None,
@@ -56,6 +62,7 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, BillingModeCalls,
             http_client=stripe.RequestsClient(timeout=timeout, session=requests_session(api_base or stripe.api_base)),
         )
         self._v1 = self._client.v1
+        self._is_classic = is_classic or _knows_no_rows
 
     def verify_event(self, payload, signature_header, secrets, tolerance):
         """Verify Stripe's ``Stripe-Signature`` (HMAC-SHA256 over ``t.`` + body) with any of ``secrets``.
@@ -239,6 +246,3 @@ class StripeProvider(CustomerCalls, CheckoutCalls, MeterCalls, BillingModeCalls,
         with provider_call("list webhook endpoints"):
             page = self._v1.webhook_endpoints.list(params=params)
             return [endpoint.to_dict() for endpoint in page.auto_paging_iter()]
-
-    def sync(self, billable):
-        return sync.sync_billable(self, billable)

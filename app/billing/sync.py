@@ -3,11 +3,12 @@
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from flask import current_app
 from sqlalchemy import inspect
 
 from app.billing import objects, payment_methods, plans, schedules, state
-from app.entitlements import stripe_features
 from app.extensions import db
+from app.signals import billable_synced
 
 # Columns that are not the billable's billing state: keys, and times every write moves (a live read
 # is "now", so provider_updated_at changes on every sync). The password hash is never shown.
@@ -104,8 +105,10 @@ def sync_billable(provider, billable):
         db.session.expire(billable, ["subscriptions"])
         _sync_payment_method(provider, billable, {obj["id"]: obj for obj in live})
     plans.recompute_plan(billable)
-    # Stripe Entitlements' active features are no column of these rows: their change is added to the report.
-    features = [FieldChange(*change) for change in stripe_features.refresh(provider, billable)]
+    # What else is kept from Stripe (its Entitlements' active features: app.listeners.sync_stripe_features) is
+    # no column of these rows: its change is added to the report.
+    answers = billable_synced.send(current_app._get_current_object(), provider=provider, billable=billable)
+    features = [FieldChange(*change) for _, changes in answers for change in changes]
     db.session.flush()
     return SyncResult(billable.billable_key, billable.stripe_email, diff(before, snapshot(billable)) + features)
 

@@ -7,7 +7,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from app.cli import ServiceCommand, ServiceGroup
-from app.entitlements import overrides, service
+from app.entitlements import overrides, service, summary
 from app.extensions import db
 from app.timeutil import isoformat_z, utcnow
 
@@ -50,7 +50,7 @@ def _line(name, feature):
 def show_command(user_id, organization_id):
     """Print the plan, each feature and every override (who, when, why)."""
     billable = _billable(user_id, organization_id)
-    state = service.features(billable, utcnow())
+    state = summary.features(billable, utcnow())
     click.echo(f"{billable.billable_key}\tplan {state['plan']}\tas of {state['as_of'] or 'never confirmed'}")
     for name, feature in state["features"].items():
         click.echo(_line(name, feature))

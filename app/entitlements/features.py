@@ -12,9 +12,9 @@ from sqlalchemy import or_, select
 from app.billing.plans import entitled_plan, entitled_subscription
 from app.entitlements.errors import UnknownFeature
 from app.entitlements.plan_features import FEATURE_NAME
-from app.entitlements.stripe_features import active_lookup_keys
 from app.extensions import db
 from app.models.entitlement import EntitlementOverride
+from app.models.stripe_entitlement import StripeEntitlementSummary
 
 PLAN, STRIPE, OVERRIDE = "plan", "stripe", "override"
 
@@ -44,6 +44,14 @@ def catalog():
         for name, spec in features.items():
             found.setdefault(name, spec)
     return found
+
+
+def active_lookup_keys(billable):
+    """Return the lookup keys (``set[str]``) of the billable's active Stripe entitlements as Stripe last said
+    (``app.entitlements.stripe_features`` writes them); empty when none. No Stripe call."""
+    keys = db.session.scalar(select(StripeEntitlementSummary.lookup_keys)
+                             .where(StripeEntitlementSummary.billable == billable.billable_key))
+    return set(keys or ())
 
 
 def active_overrides(billable, now):

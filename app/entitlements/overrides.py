@@ -1,10 +1,12 @@
 """Support overrides of a billable's features (CONTRACT "Entitlements", "Overrides"), and pruning the ledger's
-identifiers. Nothing here commits: the CLI does."""
+identifiers. Nothing here commits: the CLI does. A grant or revoke that changes the billable's features queues
+``entitlements.updated`` (``updates.announce``)."""
 from datetime import timedelta
 
 from sqlalchemy import delete, select
 
 from app.entitlements.features import catalog
+from app.entitlements.updates import announce
 from app.extensions import db
 from app.models.entitlement import HELD, EntitlementConsume, EntitlementOverride, EntitlementReservation
 from app.timeutil import utcnow
@@ -23,17 +25,22 @@ def grant(billable, feature, limit, enabled, until, reason, by):
         raise ValueError("--until must be in the future")
     if not reason.strip():
         raise ValueError("--reason must say why")
+    # The lock a webhook takes: its features and this grant's are then announced one after the other, each
+    # event showing both, rather than two events that each miss the other's change.
+    billable.lock()
     override = EntitlementOverride(billable=billable.billable_key, **billable.owner_columns(), feature=feature,
                                    limit=limit, enabled=enabled, until=until, reason=reason.strip()[:500],
                                    granted_by=by[:255], created_at=utcnow())
     db.session.add(override)
     db.session.flush()
+    announce(billable)
     return override
 
 
 def revoke(billable, feature, by):
     """End the unrevoked overrides of ``feature`` for ``billable``; return how many. Raises ``ValueError`` for none."""
     now = utcnow()
+    billable.lock()  # as ``grant``
     rows = db.session.scalars(select(EntitlementOverride).where(
         EntitlementOverride.billable == billable.billable_key, EntitlementOverride.feature == feature,
         EntitlementOverride.revoked_at.is_(None))).all()
@@ -41,6 +48,8 @@ def revoke(billable, feature, by):
         raise ValueError(f"{billable.billable_key} has no override of {feature!r} to revoke")
     for row in rows:
         row.revoked_at, row.revoked_by = now, by[:255]
+    db.session.flush()
+    announce(billable, now)
     return len(rows)
 
 

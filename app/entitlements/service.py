@@ -1,4 +1,5 @@
-"""Answers of the entitlement endpoints (CONTRACT "Entitlements"): the features, check and consume, reservations.
+"""Answers of the entitlement endpoints (CONTRACT "Entitlements"): check and consume, reservations (the features
+shown are ``summary``'s).
 
 Everything is read from and written to the database in the caller's transaction (the view commits);
 no Stripe call. A consume is exactly once by its ``identifier``: its row is inserted first (``INSERT
@@ -12,6 +13,7 @@ from flask import current_app
 from app.entitlements import ledger
 from app.entitlements.errors import InvalidUnits, QuotaExceeded, ReservationClosed, ReservationNotFound
 from app.entitlements.features import entitled
+from app.entitlements.summary import periodic, present, quota
 from app.errors import NotFound
 from app.extensions import db
 from app.idempotency import IdempotencyKeyReused
@@ -34,37 +36,6 @@ def billable_of(customer):
 def _limit_of(spec):
     """The limit a consume must fit, ``None`` when any amount passes (unlimited, or overage)."""
     return None if spec["limit"] is None or spec["overage"] else spec["limit"]
-
-
-def _periodic(state, spec, now):
-    """``spec`` with the current period's ``period`` key and ``reset_at``."""
-    period, reset_at = ledger.period_of(spec, state.subscription, now)
-    return {**spec, "period": period, "reset_at": reset_at}
-
-
-def _quota(spec, owner, name, now):
-    """The Feature JSON of a quota: ``spec`` is ``_periodic``'s, the balance read now."""
-    balance = ledger.find(owner, name, spec["period"])
-    used, reserved = (balance.used, balance.reserved - ledger.unreturned(balance.id, now)) if balance else (0, 0)
-    limit = spec["limit"]
-    return {"type": "quota", "limit": limit, "used": used, "reserved": reserved,
-            "remaining": None if limit is None else max(0, limit - used - reserved),
-            "reset_at": isoformat_z(spec["reset_at"]), "overage": spec["overage"], "source": spec["source"]}
-
-
-def present(state, owner, name, spec, now):
-    """The Feature JSON of ``name`` for ``owner`` (``ledger.owner_of``)."""
-    if spec["type"] == "boolean":
-        return {"type": "boolean", "enabled": spec["enabled"], "source": spec["source"]}
-    return _quota(_periodic(state, spec, now), owner, name, now)
-
-
-def features(billable, now):
-    """``GET /entitlements``'s ``{"plan", "features": {name: Feature}, "as_of"}``; quotas the plan lacks left out."""
-    state, owner = entitled(billable, now), ledger.owner_of(billable)
-    shown = {name: present(state, owner, name, spec, now) for name, spec in sorted(state.features.items())
-             if spec is not None}
-    return {"plan": state.plan, "features": shown, "as_of": isoformat_z(state.as_of)}
 
 
 def _answer(state, name, allowed, consumed, feature):
@@ -99,11 +70,11 @@ def _claim(owner, name, required, identifier, now):
 
 def _take(billable, state, owner, name, spec, row, now):
     """Take ``row.required`` units of quota ``name`` if they fit; return the answer."""
-    spec = _periodic(state, spec, now)
+    spec = periodic(state, spec, now)
     row.balance_id = ledger.ensure(owner, name, spec["period"], spec["reset_at"], now)
     taken = ledger.consume(row.balance_id, row.required, _limit_of(spec), now) is not None
     row.consumed = row.required if taken else 0
-    answer = _answer(state, name, taken, row.consumed, _quota(spec, owner, name, now))
+    answer = _answer(state, name, taken, row.consumed, quota(spec, owner, name, now))
     if taken:
         quota_consumed.send(current_app._get_current_object(), billable=billable, feature=name, spec=spec,
                             amount=row.required, identifier=row.identifier, balance_id=row.balance_id)
@@ -112,22 +83,24 @@ def _take(billable, state, owner, name, spec, row, now):
 
 def check(billable, name, required, consume, identifier, now):
     """``POST /entitlements/check``'s answer: whether ``required`` units of ``name`` are allowed, taking them
-    with ``consume`` (exactly once by ``identifier``). Raises ``UnknownFeature``, ``IdempotencyKeyReused`` (422).
+    with ``consume`` (exactly once by ``identifier``). Returns ``(answer, repeated)``: ``repeated`` when the
+    identifier was consumed before (the first answer, nothing taken now; ``/metrics`` counts it apart).
+    Raises ``UnknownFeature``, ``IdempotencyKeyReused`` (422).
 
     A boolean feature answers ``allowed`` = enabled and consumes nothing; a quota the plan lacks, ``False``.
     """
     state, owner = entitled(billable, now), ledger.owner_of(billable)
     spec = state.spec(name)
     if not consume:
-        return _check(state, owner, name, spec, required, now)
+        return _check(state, owner, name, spec, required, now), False
     row, first = _claim(owner, name, required, identifier, now)
     if row is None:
-        return first
+        return first, True
     if spec is None or spec["type"] == "boolean":
         row.answer = _check(state, owner, name, spec, required, now)
     else:
         row.answer = _take(billable, state, owner, name, spec, row, now)
-    return row.answer
+    return row.answer, False
 
 
 def _present_reservation(reservation):
@@ -151,11 +124,11 @@ def reserve(billable, name, amount, identifier, ttl, now):
         return _present_reservation(first)
     if spec is None:
         raise QuotaExceeded.asking(name, amount, 0)
-    spec = _periodic(state, spec, now)
+    spec = periodic(state, spec, now)
     balance_id = ledger.ensure(owner, name, spec["period"], spec["reset_at"], now)
     reservation = ledger.reserve(owner, name, balance_id, amount, _limit_of(spec), identifier, ttl, now)
     if reservation is None:
-        raise QuotaExceeded.asking(name, amount, _quota(spec, owner, name, now)["remaining"])
+        raise QuotaExceeded.asking(name, amount, quota(spec, owner, name, now)["remaining"])
     return _present_reservation(reservation)
 
 

@@ -12,13 +12,15 @@ Written only from Stripe's answers, in the caller's transaction, under the billa
 - ``sync`` (``refresh``): the live list, as of now.
 
 The live list is one page of 100 (``SubscriptionProvider.list_active_entitlements``): beyond it the
-other features stay off (logged), never on. ``active_lookup_keys`` reads the table only: no Stripe call.
+other features stay off (logged), never on. ``features.active_lookup_keys`` reads the table: no Stripe call.
+Each write that may change the keys ``announce``s the billable's features (``entitlements.updated``).
 """
 import logging
 
 from sqlalchemy import select
 
 from app.billing.state import live_as_of
+from app.entitlements.updates import announce
 from app.errors import ProviderRejected
 from app.extensions import db
 from app.models.stripe_entitlement import StripeEntitlementSummary
@@ -28,13 +30,6 @@ log = logging.getLogger(__name__)
 
 # Stripe's limit on a feature's lookup key (the SDK's ``FeatureCreateParams.lookup_key``).
 LOOKUP_KEY_LENGTH = 80
-
-
-def active_lookup_keys(billable):
-    """Return the lookup keys (``set[str]``) of the billable's active Stripe entitlements; empty when none."""
-    keys = db.session.scalar(select(StripeEntitlementSummary.lookup_keys)
-                             .where(StripeEntitlementSummary.billable == billable.billable_key))
-    return set(keys or ())
 
 
 def _row(billable):
@@ -94,6 +89,7 @@ def commit_summary(provider, billable, event):
                         billable.provider_id)
             keys = set()
     _write(billable, row, keys, as_of)
+    announce(billable)
 
 
 def refresh(provider, billable):
@@ -104,6 +100,8 @@ def refresh(provider, billable):
         return []
     keys = _live_keys(provider, billable) if billable.provider_id else set()
     before = _write(billable, row, keys, live_as_of())
+    # Here too for the plan ``sync`` has just recomputed: the one place of ``sync`` an announcement can run.
+    announce(billable)
     if before == keys:
         return []
     return [("stripe_features", ",".join(sorted(before)) or None, ",".join(sorted(keys)) or None)]

@@ -2,17 +2,20 @@
 
 Reads take a user's bearer token; checks, consumes and reservations a service key with
 ``entitlements:check`` (a user's token: ``403 insufficient_scope``). Fail closed: a database that
-cannot answer is ``503``, never an ``allowed: true``.
+cannot answer is ``503``, never an ``allowed: true``. ``/metrics`` counts checks by outcome and times what takes
+units (one counter increment and one observation a request: nothing measurable on the hot path).
 """
+from contextlib import contextmanager, nullcontext
 from functools import wraps
+from time import perf_counter
 
 from flask import g
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.api import Blueprint
 from app.auth.bearer import ability_required, auth_required
-from app.entitlements import service
-from app.entitlements.errors import ledger_unavailable
+from app.entitlements import service, summary
+from app.entitlements.errors import UnknownFeature, ledger_unavailable
 from app.entitlements.schemas import (
     CheckAnswerSchema,
     CheckSchema,
@@ -22,9 +25,11 @@ from app.entitlements.schemas import (
     SettledSchema,
     SettleSchema,
 )
+from app.errors import ServiceUnavailable
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.models import User
+from app.observability import metrics
 from app.organizations import access
 from app.timeutil import utcnow
 from app.usage.keys import service_key_required
@@ -46,6 +51,33 @@ def fail_closed(view):
     return wrapper
 
 
+def counted(view):
+    """Count the checks ``view`` refuses in ``entitlement_checks_total``: ``unknown_feature`` (422) and
+    ``unavailable`` (503, from ``fail_closed`` below it); the view counts the answers it gives."""
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        try:
+            return view(*args, **kwargs)
+        except UnknownFeature:
+            metrics.entitlement_check("unknown_feature")
+            raise
+        except ServiceUnavailable:
+            metrics.entitlement_check("unavailable")
+            raise
+    return wrapper
+
+
+@contextmanager
+def timed(operation):
+    """Observe the block's seconds in ``entitlement_consume_duration_seconds{operation}``, whatever its answer
+    (a refusal or a 503 too): the key check and parsing before it are in ``http_request_duration_seconds``."""
+    started = perf_counter()
+    try:
+        yield
+    finally:
+        metrics.entitlement_consume(operation, perf_counter() - started)
+
+
 @blp.route("/entitlements", methods=["GET"])
 @fail_closed
 @auth_required
@@ -54,7 +86,7 @@ def fail_closed(view):
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def show():
     """The caller's plan, features and quotas (used, reserved, remaining, reset) and ``as_of``."""
-    return service.features(db.session.get(User, g.current_user.id), utcnow())
+    return summary.features(db.session.get(User, g.current_user.id), utcnow())
 
 
 @blp.route("/organizations/<string:organization_id>/entitlements", methods=["GET"])
@@ -66,10 +98,11 @@ def show():
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def show_organization(organization_id):
     """The organisation's plan, features and quotas, as ``GET /entitlements``: any member (else ``404``)."""
-    return service.features(access.membership(organization_id, g.current_user).organization, utcnow())
+    return summary.features(access.membership(organization_id, g.current_user).organization, utcnow())
 
 
 @blp.route("/entitlements/check", methods=["POST"])
+@counted
 @fail_closed
 @no_store
 @service_key_required(CHECK)
@@ -81,9 +114,11 @@ def show_organization(organization_id):
 def check(body):
     """Whether ``required`` units of ``feature`` are allowed; with ``consume``, take them if all fit, exactly once by
     ``identifier`` (a repeat returns the first answer). Refused: ``200`` with ``allowed: false``, nothing taken."""
-    answer = service.check(service.billable_of(body["customer"]), body["feature"], body["required"], body["consume"],
-                           body.get("identifier"), utcnow())
-    db.session.commit()
+    with timed("consume") if body["consume"] else nullcontext():
+        answer, repeated = service.check(service.billable_of(body["customer"]), body["feature"], body["required"],
+                                         body["consume"], body.get("identifier"), utcnow())
+        db.session.commit()
+    metrics.entitlement_check("duplicate" if repeated else "allowed" if answer["allowed"] else "denied")
     return answer
 
 
@@ -99,9 +134,10 @@ def check(body):
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def reserve(body):
     """Hold ``amount`` units of a quota for ``ttl`` seconds (``409 quota_exceeded`` when fewer are left)."""
-    answer = service.reserve(service.billable_of(body["customer"]), body["feature"], body["amount"],
-                             body["identifier"], body["ttl"], utcnow())
-    db.session.commit()
+    with timed("reserve"):
+        answer = service.reserve(service.billable_of(body["customer"]), body["feature"], body["amount"],
+                                 body["identifier"], body["ttl"], utcnow())
+        db.session.commit()
     return answer
 
 
@@ -117,8 +153,9 @@ def reserve(body):
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def settle(body, reservation_id):
     """Consume ``amount`` of the reserved units and return the rest (``409`` once released or expired)."""
-    answer = service.settle(reservation_id, body["amount"], utcnow())
-    db.session.commit()
+    with timed("settle"):
+        answer = service.settle(reservation_id, body["amount"], utcnow())
+        db.session.commit()
     return answer
 
 

@@ -7,8 +7,9 @@ their ``data`` are CONTRACT "Additions"; the README lists them with the events t
 """
 from app.billing import objects, plans, state
 from app.billing.events import COMMIT_PLAN, handled_by
-from app.billing.objects import CHECKOUT_ORIGIN
+from app.billing.provider_checkout import CHECKOUT_ORIGIN
 from app.billing.statuses import DUNNING_STATUSES, SUBSCRIBING_STATUSES, VALID_STATUSES
+from app.entitlements.updates import announce
 from app.notifications import notified, notify
 from app.signals import webhook_handled
 
@@ -172,6 +173,7 @@ def commit_plan(sender, event, **extra):
     if billable is None:
         return False
     plans.recompute_plan(billable)
+    announce(billable)  # entitlements.updated, when the plan changed the features (CONTRACT "Entitlements")
     for kind, data in decide_notifications(event):
         # One per subscription whatever arrives: a Checkout subscription's comes from its session.
         if kind in ONCE_PER_SUBSCRIPTION and notified(billable, kind, "subscription", data.get("subscription")):

@@ -20,7 +20,13 @@ from app.models.usage import ServiceKey, UsageEvent
 from app.models.user import User
 from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 
-__all__ = ["AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber", "EntitlementBalance",
+# Every billable model (``models.billable``), in the order a customer id is looked up: a user's customer (the
+# common case) first. The one place a kind is added: webhooks, ``sync``, ``flask reconcile`` and ``flask
+# sync-user --all`` go through it, each kind by its own selectors (``by_customer``, ``by_id``, ``with_customer``).
+BILLABLE_KINDS = (User, Organization)
+
+__all__ = ["BILLABLE_KINDS", "AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber",
+           "EntitlementBalance",
            "EntitlementConsume", "EntitlementOverride", "EntitlementReservation", "FailedWebhookEvent",
            "IdempotencyKey", "Invitation", "Membership", "Notification", "NotificationDelivery", "Organization",
            "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "SeatChange", "ServiceKey",

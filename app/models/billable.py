@@ -11,7 +11,7 @@ uses only that, so each rule of rounds 1-4 has one path whatever pays.
 import secrets
 from datetime import datetime
 
-from sqlalchemy import SmallInteger, String, update
+from sqlalchemy import SmallInteger, String, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -23,6 +23,10 @@ class Billable:
     """Mixin of ``User`` and ``Organization``; ``kind`` names the model and its foreign-key column."""
 
     kind: str  # "user" or "organization": rows owned by a billable have a "<kind>_id" column
+    noun: str  # how a report names one: "user", "organisation"
+    # Whether its subscription's quantity is the service's to set (``billing.seats.seat_count``): seats can
+    # drift at Stripe with no subscription row showing it, so ``flask reconcile`` checks every one.
+    seated = False
 
     provider_id: Mapped[str | None] = mapped_column(String(255), unique=True)
     plan: Mapped[str | None] = mapped_column(String(64))
@@ -38,6 +42,26 @@ class Billable:
     def billable_key(self):
         """``"<kind>:<id>"``: the key of its rate limits, logs and ``sync`` reports (unique across kinds)."""
         return f"{self.kind}:{self.id}"
+
+    @classmethod
+    def by_customer(cls, customer_id):
+        """The row whose Stripe customer is ``customer_id``, or ``None``."""
+        return db.session.scalars(select(cls).where(cls.provider_id == customer_id)).first()
+
+    @classmethod
+    def by_id(cls, billable_id):
+        """The row of id ``billable_id``, or ``None``."""
+        return db.session.get(cls, billable_id)
+
+    @classmethod
+    def with_customer(cls):
+        """The select of the ids of every row with a Stripe customer, ordered by id."""
+        return select(cls.id).where(cls.provider_id.is_not(None)).order_by(cls.id)
+
+    @property
+    def label(self):
+        """How a command's line names it: a user's email, an organisation's ``"<id> (<name>)"``."""
+        raise NotImplementedError
 
     @property
     def stripe_email(self):
@@ -60,10 +84,6 @@ class Billable:
     def redeemer_keys(self):
         """The keys its promotion redemptions and trial records are kept under, which outlive it (SHA-256 hex)."""
         raise NotImplementedError
-
-    def seat_count(self):
-        """The quantity its subscription must have, or ``None`` when the client chooses (a user's own)."""
-        return None
 
     def notification_data(self):
         """What a notification about its billing adds to ``data`` (``{}`` for a user's own)."""

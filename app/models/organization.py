@@ -9,12 +9,9 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, UniqueConstraint, func, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.billing.statuses import LIVE_STATUSES
 from app.extensions import db
 from app.models.account import address_sha256
 from app.models.billable import Billable
-from app.models.seat import held_on
-from app.models.subscription import Subscription
 from app.models.types import UTCDateTime
 from app.models.user import User
 from app.timeutil import utcnow
@@ -35,6 +32,8 @@ class Organization(Billable, db.Model):
     """
 
     kind = "organization"
+    noun = "organisation"
+    seated = True
     __tablename__ = "organizations"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=_opaque("org"))
@@ -49,6 +48,10 @@ class Organization(Billable, db.Model):
         return db.session.scalars(select(User).join(Membership, Membership.user_id == User.id).where(
             Membership.organization_id == self.id, Membership.role.in_(roles))
             .order_by(Membership.joined_at, User.id)).all()
+
+    @property
+    def label(self):
+        return f"{self.id} ({self.name})"
 
     @property
     def stripe_email(self):
@@ -72,15 +75,6 @@ class Organization(Billable, db.Model):
     def redeemer_keys(self):
         """Its id, hashed as addresses are (ids are never reused, so the records outlive it)."""
         return [address_sha256(f"organization:{self.id}")]
-
-    def seat_count(self):
-        """Its members plus the seats held for invitees while their charge waits for payment (seats follow
-        members, ``app.organizations.seats``; CONTRACT "Changes to the fifth round")."""
-        # Held on a subscription still live: one cancelled meanwhile took its pending update with it.
-        live = select(Subscription.provider_id).where(Subscription.organization_id == self.id,
-                                                      Subscription.provider_status.in_(LIVE_STATUSES))
-        return self.member_count() + db.session.scalar(
-            select(func.count()).select_from(held_on(self.id, live).subquery()))
 
     def member_count(self):
         """Its members (owner included) as stored now."""

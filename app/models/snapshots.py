@@ -13,9 +13,6 @@ builds a column description per column each time a result is read, and SQLAlchem
 value): the whole three rows, 41 columns, cost 467 us a statement against 282 us for 3. Reading a
 column a snapshot does not hold raises ``AttributeError``; a reader that needs one adds it here.
 """
-from app.models.subscription import SubscriptionRules
-
-
 class Snapshot:
     """The columns of one row as attributes (``Snapshot(id=1, name="auth")``); a subclass names
     the ones it holds in ``COLUMNS``."""
@@ -34,8 +31,9 @@ class TokenSnapshot(Snapshot):
                "created_at")
 
 
-class SubscriptionSnapshot(SubscriptionRules, Snapshot):
-    """A ``subscriptions`` row, with the model's entitlement rules: what the plan and the resource read."""
+class SubscriptionSnapshot(Snapshot):
+    """A ``subscriptions`` row: what the plan and the resource read (``app.billing.statuses``' rules read it as
+    they read the model)."""
 
     COLUMNS = ("id", "provider_id", "provider_status", "provider_price", "cancel_at_period_end",
                "current_period_end", "ends_at", "provider_created_at", "created_at", "quantity", "trial_ends_at",

@@ -3,30 +3,14 @@ from datetime import datetime
 from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.billing import statuses
 from app.extensions import db
 from app.models.types import BigIntId, UTCDateTime
 from app.timeutil import utcnow
 
 
-class SubscriptionRules:
-    """The entitlement rules of a subscription, for the ORM model and its read-only snapshot alike."""
-
-    def is_valid(self, now):
-        """Whether the user is entitled to this subscription's plan at ``now`` (aware UTC)."""
-        return statuses.is_valid(self.provider_status, self.ends_at, now, self.default_payment_method is not None)
-
-    def on_grace_period(self, now):
-        """Whether it is cancelled but still valid until ``ends_at`` (Cashier's ``onGracePeriod``)."""
-        return self.ends_at is not None and self.is_valid(now)
-
-    def awaits_card(self):
-        """Whether it is a free trial whose card is not saved yet: it grants nothing until it is."""
-        return statuses.awaits_card(self.provider_status, self.default_payment_method is not None)
-
-
-class Subscription(SubscriptionRules, db.Model):
-    """The local copy of a provider subscription, written only from provider state (SPEC 1).
+class Subscription(db.Model):
+    """The local copy of a provider subscription, written only from provider state (SPEC 1); what it entitles
+    to is ``app.billing.statuses``' (``entitles``, ``on_grace_period``, ``waits_for_card``).
 
     ``provider_updated_at`` is the ``created`` time of the newest event applied (a sync counts as
     "now"), so an older event delivered late never rolls the row back (CONTRACT "Webhook processing").

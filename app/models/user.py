@@ -23,6 +23,7 @@ class User(Billable, db.Model):
     """
 
     kind = "user"
+    noun = "user"
     __tablename__ = "users"
     __table_args__ = {"sqlite_autoincrement": True}
 
@@ -34,6 +35,10 @@ class User(Billable, db.Model):
 
     subscriptions = relationship("Subscription", back_populates="user", passive_deletes=True,
                                  order_by="Subscription.id")
+
+    @property
+    def label(self):
+        return self.email
 
     @property
     def stripe_email(self):

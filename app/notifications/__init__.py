@@ -13,7 +13,7 @@ from app.billing import writer
 from app.extensions import db
 from app.models import Notification, NotificationDelivery
 from app.notifications.channels import configured_channel_names
-from app.notifications.kinds import ACCOUNT_EMAILS
+from app.notifications.kinds import ACCOUNT_EMAILS, APP_EVENTS
 from app.observability import metrics
 from app.pagination import newest_first
 
@@ -67,6 +67,33 @@ def notify_account(user, kind, data=None):
         metrics.notification_queued("email")
 
 
+def notify_app(billable, kind, data):
+    """Queue the ``APP_EVENTS`` event ``kind`` about ``billable`` for the client app's webhook, once (an
+    organisation's not once per admin); return its notification id, or ``None`` when no webhook is configured.
+
+    Held by the billable's first recipient (the outbox sends a user's rows); never emailed nor listed. A stored
+    row is the last ``data`` the app was sent (``app_event_sent``). The caller owns the transaction.
+    """
+    recipients = billable.recipients()
+    if "webhook" not in configured_channel_names(current_app.config) or not recipients:
+        return None
+    event_id = f"app_{secrets.token_hex(12)}"
+    notification_id = writer.write_notification(recipients[0], event_id, kind, data, ["webhook"])
+    metrics.notification_queued("webhook")
+    return notification_id
+
+
+def app_event_sent(billable, kind, field, value):
+    """The ``data`` of the newest ``kind`` event queued for the app (``notify_app``) whose ``data[field] == value``,
+    or ``None``."""
+    recipients = [user.id for user in billable.recipients()]
+    found = db.session.connection().scalars(
+        select(Notification.__table__.c.data).where(Notification.__table__.c.user_id.in_(recipients),
+                                                    Notification.__table__.c.kind == kind)
+        .order_by(Notification.__table__.c.id.desc()))
+    return next((data for data in found if (data or {}).get(field) == value), None)
+
+
 def _about(data):
     """The id of the organisation a notification's ``data`` is about, ``None`` for a user's own billing."""
     return ((data or {}).get("organization") or {}).get("id")
@@ -108,8 +135,9 @@ def announce_trial(billable, event_id, subscription, ended=False):
 def list_notifications(user, limit=20, starting_after=None):
     """Return ``(notifications, has_more)``: the user's notifications newest first, ``limit`` per page.
 
-    Account emails (verification, email change, reset) are outbox rows, not notices: never listed.
+    Account emails (verification, email change, reset) and events for the app (``APP_EVENTS``) are outbox
+    rows, not notices: never listed.
     """
     return newest_first(select(Notification).where(Notification.user_id == user.id,
-                                                   Notification.kind.not_in(ACCOUNT_EMAILS)),
+                                                   Notification.kind.not_in([*ACCOUNT_EMAILS, *APP_EVENTS])),
                         Notification.id, limit, starting_after)

@@ -86,6 +86,15 @@ ACCOUNT_EMAILS = {
                   "address; queued as the inviter's. data: email, invitation, organization {id, name}",
 }
 
+# Events for the client app alone (CONTRACT "Entitlements"): queued on the webhook channel only, never emailed nor
+# listed by ``GET /notifications``. Each is one outbox row held by one of the billable's recipients (the outbox
+# sends a user's rows), one per billable: the body is ``{"type", "timestamp", "data": <the row's data>}``.
+APP_EVENTS = {
+    "entitlements.updated": "A billable's features changed: its entitled plan (a webhook, sync), its active Stripe "
+                            "Entitlements features, or a support override. data: customer ({user: id} or "
+                            "{organization: id}), plan, features (name -> Feature, as GET /entitlements).",
+}
+
 # Notices to one person about an organisation (``data.organization``), not about its billing: their mail is
 # not headed as the organisation's billing, which goes to each owner and admin.
 PERSONAL_NOTICES = frozenset({"invitation_accepted", "member_removed", "ownership_transferred",

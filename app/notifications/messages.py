@@ -14,7 +14,7 @@ from flask import current_app
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 
 from app import email_tokens
-from app.notifications.kinds import ACCOUNT_EMAILS, PERSONAL_NOTICES
+from app.notifications.kinds import ACCOUNT_EMAILS, APP_EVENTS, PERSONAL_NOTICES
 from app.notifications.schemas import NotificationSchema
 from app.timeutil import from_timestamp, isoformat_z
 
@@ -115,8 +115,12 @@ def webhook_body(notification, user):
     """Return the JSON text POSTed to the client app (CONTRACT "Additions": notification kinds).
 
     ``{"type": kind, "timestamp": created_at (ISO 8601 UTC), "data": {"notification": Notification,
-    "user": {"id", "email"}}}``; the same bytes on every attempt.
+    "user": {"id", "email"}}}``; the same bytes on every attempt. An ``APP_EVENTS`` kind carries its own data
+    (``{"type", "timestamp", "data"}``): it is about a billable, not a notice to the user holding the row.
     """
+    if notification.kind in APP_EVENTS:
+        return json.dumps({"type": notification.kind, "timestamp": isoformat_z(notification.created_at),
+                           "data": notification.data}, separators=(",", ":"))
     return json.dumps({
         "type": notification.kind,
         "timestamp": isoformat_z(notification.created_at),

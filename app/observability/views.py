@@ -8,8 +8,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.errors import NotFound, Unauthenticated
 from app.observability import metrics
-from app.usage import delivery
-from app.webhook import failures
+from app.signals import metrics_scraping
 
 log = logging.getLogger(__name__)
 
@@ -25,13 +24,12 @@ def _check_token(expected):
         raise Unauthenticated.invalid_token("the metrics token is not valid")
 
 
-def _count_failed_events():
-    # Read at each scrape: a redelivery that succeeds resolves its failure record in the webhook's
-    # own transaction, which does not touch the gauge. With the database down the gauge keeps its
-    # last value: metrics must answer most of all during an outage (README "Metrics").
+def _read_gauges():
+    # Read at each scrape (the receivers of ``metrics-scraping``): a redelivery that succeeds resolves its
+    # failure record in the webhook's own transaction, which does not touch the gauge. With the database
+    # down the gauges keep their last value: metrics must answer most of all during an outage (README "Metrics").
     try:
-        metrics.set_failed_events_open(failures.count_open())
-        metrics.set_usage_oldest_undelivered(delivery.oldest_undelivered_age())
+        metrics_scraping.send(current_app._get_current_object())
     except SQLAlchemyError as exc:
         log.warning("webhook_failed_events_open not updated, the database did not answer: %s", type(exc).__name__)
 
@@ -55,6 +53,6 @@ def scrape():
         raise NotFound("No endpoint matches this path.")
     if config["METRICS_TOKEN"]:
         _check_token(config["METRICS_TOKEN"])
-    _count_failed_events()
+    _read_gauges()
     body, content_type = metrics.exposition()
     return Response(body, content_type=content_type)

@@ -1,7 +1,7 @@
 """Invitation endpoints (CONTRACT "Organisations"): invite, list, revoke, accept. Each view commits."""
 from flask import g
 
-from app.auth.bearer import auth_required, current_user_for_update, provider_calls_limited
+from app.auth.bearer import auth_required, current_user_for_update
 from app.errors import AppError
 from app.extensions import db
 from app.organizations import access, invitations
@@ -12,7 +12,7 @@ from app.organizations.schemas import (
     InvitationSchema,
     OrganizationSchema,
 )
-from app.organizations.views import READ, WRITE, blp, present
+from app.organizations.views import READ, WRITE, blp, calling_stripe, present
 from app.presentation.organizations import present_invitation
 
 
@@ -57,9 +57,7 @@ def revoke(organization_id, invitation_id):
 
 
 @blp.route("/organizations/invitations/accept", methods=["POST"])
-@auth_required
-@WRITE
-@provider_calls_limited
+@calling_stripe
 @blp.arguments(AcceptSchema)
 @blp.response(200, OrganizationSchema)
 @blp.alt_response(400, response="BAD_REQUEST")

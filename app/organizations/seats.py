@@ -20,6 +20,7 @@ from sqlalchemy import delete, select
 from app import timeutil
 from app.billing import objects, prices
 from app.billing.provider import get_provider
+from app.billing.seats import seat_count
 from app.extensions import db
 from app.idempotency import provider_key
 from app.models import Invitation, Membership, User
@@ -157,7 +158,7 @@ def change_seats(organization, delta, reason, invitation=None, user=None):
         return None
     _refuse_while_pending(organization, subscription)
     item, provider = licensed[0], get_provider()
-    count = organization.seat_count() + delta
+    count = seat_count(organization) + delta
     if item.quantity == count:
         return subscription
     raising = count > (item.quantity or 0)

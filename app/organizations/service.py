@@ -8,7 +8,7 @@ from sqlalchemy import delete, select
 
 from app.auth import profile
 from app.auth.recovery import check_password
-from app.billing.provider import get_provider
+from app.billing import customers
 from app.extensions import db, limiter
 from app.models import User
 from app.models.billable import lock_row
@@ -18,7 +18,7 @@ from app.organizations import invitations, seats
 from app.organizations.access import require
 from app.organizations.errors import MemberNotFound, MemberOfOrganizations, OwnerMustTransfer, OwnsOrganization
 from app.pagination import MAX_ID, InvalidCursor
-from app.usage import delivery
+from app.signals import deletion_requested
 
 CREATE_RATE_LIMIT_SCOPE = "organization-create"
 
@@ -73,12 +73,7 @@ def update(organization, name=None, billing_email=None):
     """
     organization.lock()
     db.session.refresh(organization)  # what Stripe was last told is what a request before this one wrote
-    if organization.provider_id:
-        provider = get_provider()
-        if billing_email is not None:
-            provider.update_customer_email(organization.provider_id, billing_email)
-        if name is not None and name != organization.name:
-            provider.follow_customer_name(organization.provider_id, organization.name, name)
+    customers.follow(organization, email=billing_email, name=organization.name if name is None else name)
     if billing_email is not None:
         organization.billing_email = billing_email
     if name is not None:
@@ -154,7 +149,7 @@ def transfer(organization, owner, user_id, password):
     if member.user_id != owner.user_id:
         if organization.provider_id and not organization.billing_email:
             db.session.refresh(member.user)
-            get_provider().update_customer_email(organization.provider_id, member.user.email)
+            customers.follow(organization, email=member.user.email)
         owner.role, member.role = ADMIN, OWNER
         people = {"organization": _named(organization), "from": _person(owner.user), "to": _person(member.user)}
         for user in (member.user, owner.user):
@@ -174,11 +169,10 @@ def delete_organization(organization, owner, password):
     """Delete the organisation, Stripe first (as ``DELETE /auth/me``): its accepted usage delivered, its live
     subscription cancelled now (the final invoice bills that usage) and its customer deleted; then members,
     invitations, subscriptions and the row. ``WrongPassword`` (403); ``UsagePending`` (409) before any Stripe
-    call while more usage waits for delivery than a deletion sends (``usage.delivery.refuse_backlog``);
+    call while more usage waits for delivery than a deletion sends (``deletion-requested``, ``app.signals``);
     ``ProviderUnavailable`` (503) deletes nothing here."""
     check_password(owner.user, password)
-    if organization.provider_id:
-        delivery.refuse_backlog(organization.provider_id)
+    deletion_requested.send(current_app._get_current_object(), billable=organization)
     for member in organization.members_with([ADMIN, MEMBER]):
         notify_account(member, "organization_deleted", {"organization": _named(organization)})
     _delete(organization)
@@ -209,7 +203,7 @@ def _refuse_unbounded(memberships):
     if len(billed_seats) > 1:
         raise MemberOfOrganizations.billed(sorted(billed_seats))
     for organization in billed_alone:
-        delivery.refuse_backlog(organization.provider_id)
+        deletion_requested.send(current_app._get_current_object(), billable=organization)
 
 
 def release_account(user):

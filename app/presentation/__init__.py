@@ -7,7 +7,7 @@ from flask import current_app
 from marshmallow import Schema, fields
 from sqlalchemy import bindparam, select
 
-from app.billing import plans
+from app.billing import plans, statuses
 from app.db_session import autocommit_engine
 from app.fields import Timestamp
 from app.models.organization import Membership, Organization
@@ -132,7 +132,7 @@ def present_subscription(subscription, now=None):
         "cancel_at_period_end": subscription.cancel_at_period_end,
         "current_period_end": subscription.current_period_end,
         "ends_at": subscription.ends_at,
-        "on_grace_period": subscription.on_grace_period(now),
+        "on_grace_period": statuses.on_grace_period(subscription, now),
         "quantity": subscription.quantity,
         "trial_end": subscription.trial_ends_at,
         "pending_update": _pending_update(subscription, now),

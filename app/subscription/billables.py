@@ -8,12 +8,11 @@ organisation's seats are its members (``app.organizations.seats``), never the cl
 """
 from functools import wraps
 
-from flask import g, request
+from flask import current_app, g, request
 
 from app.auth.bearer import current_user_for_update
 from app.billing.call_costs import ORGANIZATION_ENDPOINT_PREFIX
 from app.errors import AppError
-from app.organizations import access
 
 PREFIX = "/organizations/<organization_id>"
 
@@ -37,13 +36,24 @@ def resolved(view):
     def wrapper(*args, organization_id=None, **kwargs):
         g.billing_organization = None
         if organization_id is not None:
-            g.billing_organization = access.manager(organization_id, g.current_user).organization
+            manager = current_app.extensions["organization_manager"]
+            g.billing_organization = manager(organization_id, g.current_user).organization
             body = request.get_json(silent=True) if request.is_json else None
             if isinstance(body, dict) and "quantity" in body:
                 raise QuantityRefused.for_organization()
         return view(*args, **kwargs)
 
     return wrapper
+
+
+def manage_organizations_with(app, manager):
+    """Hand ``resolved`` how it finds the URL's organisation: ``manager(organization_id, user)`` returns the caller's
+    membership as owner or admin, raising 404 for a non-member and 403 for a member (``organizations.access.manager``).
+
+    ``create_app`` hands it in, so that ``app.subscription`` imports nothing of ``app.organizations``, whose seats
+    change subscriptions (no two packages import each other: docs/billing.md "Layout").
+    """
+    app.extensions["organization_manager"] = manager
 
 
 def current_billable():

@@ -4,10 +4,10 @@ Nothing here is stored: Stripe's customer is where Stripe Tax reads the address 
 so every answer is Stripe's own. A billable without a customer yet has none of them (read without a
 Stripe call); writing creates the customer. Nothing here commits.
 """
+from app.billing.customers import ensure_customer
 from app.billing.provider import get_provider
 from app.billing.provider_errors import InvalidTaxId
 from app.errors import NotFound
-from app.subscription.service import ensure_customer
 
 ADDRESS_FIELDS = ("line1", "line2", "city", "postal_code", "state", "country")
 

@@ -3,21 +3,16 @@
 Routed on the ``subscription`` blueprint, for the caller and (``billables``) for an organisation.
 """
 from app import presentation
-from app.auth.bearer import ability_required, auth_required, provider_calls_limited
-from app.http import NO_STORE, no_store
+from app.http import NO_STORE
 from app.presentation import InvoiceSchema
 from app.subscription import billing_pages
-from app.subscription.billables import current_billable, resolved
+from app.subscription.billables import current_billable
 from app.subscription.schemas import InvoicePageQuerySchema, InvoicePageSchema, SetupIntentSchema
-from app.subscription.views import blp, keyed_write
+from app.subscription.views import READ, WRITE, blp, subscription_route
 
 
 @blp.route("/subscription/invoices", methods=["GET"])
-@no_store
-@auth_required
-@ability_required("subscription:read")
-@resolved
-@provider_calls_limited
+@subscription_route(READ)
 @blp.arguments(InvoicePageQuerySchema, location="query")
 @blp.response(200, InvoicePageSchema, headers=NO_STORE)
 @blp.alt_response(502, response="BAD_GATEWAY")
@@ -33,11 +28,7 @@ def invoices(query):
 
 
 @blp.route("/subscription/invoices/upcoming", methods=["GET"])
-@no_store
-@auth_required
-@ability_required("subscription:read")
-@resolved
-@provider_calls_limited
+@subscription_route(READ)
 @blp.response(200, InvoiceSchema, headers=NO_STORE)
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(502, response="BAD_GATEWAY")
@@ -48,7 +39,7 @@ def upcoming_invoice():
 
 
 @blp.route("/subscription/payment-method", methods=["POST"])
-@keyed_write
+@subscription_route(WRITE, keyed=True)
 @blp.response(201, SetupIntentSchema, headers=NO_STORE)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.alt_response(502, response="BAD_GATEWAY")

@@ -8,11 +8,11 @@ Nothing here commits.
 """
 from flask import current_app
 
+from app.billing.customers import ensure_customer
 from app.billing.provider import get_provider
 from app.errors import NotFound
 from app.idempotency import provider_key
 from app.subscription.current import live_subscription
-from app.subscription.service import ensure_customer
 
 
 def list_invoices(billable, limit=20, starting_after=None):

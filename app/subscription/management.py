@@ -18,7 +18,6 @@ from app.billing import objects, plans, prices, promotions, redemptions
 from app.billing.provider import get_provider
 from app.billing.provider_errors import ChangeDeclined
 from app.billing.statuses import PAUSED_STATUSES, TERMINAL_STATUSES, VALID_STATUSES
-from app.errors import UnknownPrice
 from app.extensions import db
 from app.idempotency import provider_key
 from app.models import ProrationQuote
@@ -97,18 +96,18 @@ def _carries(live, change):
 
 
 def swap(billable, price, proration_date=None, promotion_code=None):
-    """Move the billable's live subscription to ``price``; return ``(Subscription, pending_update or None)``.
+    """Move the billable's live subscription to ``price`` (one sold: the request's ``SoldPrice``); return
+    ``(Subscription, pending_update or None)``.
 
     A dearer price, or another interval, is invoiced and charged at once; a cheaper one follows
     ``PROVIDER_PRORATION`` (``prices.proration_for``). ``proration_date`` (Unix seconds, at most 10
     minutes old: a preview's) makes the charge the one the preview showed; ``promotion_code`` (as
-    typed) discounts it, resolved before anything changes. Raises ``UnknownPrice``,
+    typed) discounts it, resolved before anything changes. Raises ``UnknownPrice`` (in a currency other than the
+    subscription's, or unknown to Stripe),
     ``InvalidPromotionCode`` and ``InvalidProrationDate`` (422), ``NotSubscribed`` / ``SubscriptionPastDue`` /
     ``PaymentPending`` / ``Conflict`` (409), ``PaymentRequired`` (402), ``ProviderRejected`` (502)
     and ``ProviderUnavailable`` (503).
     """
-    if price not in current_app.config["PROVIDER_PLANS"]:
-        raise UnknownPrice.for_price(price)
     promotion = promotions.resolve(promotion_code, price, billable, _seats(billable))
     return _change_item(billable, "swap", {"price": price}, proration_date, promotion)
 
@@ -137,8 +136,6 @@ def preview_swap(billable, price, promotion_code=None):
     within 10 minutes charges what was shown (cashier-stripe#576); with ``promotion_code`` (as
     typed) the discount the swap with it gets. Raises as ``swap``.
     """
-    if price not in current_app.config["PROVIDER_PLANS"]:
-        raise UnknownPrice.for_price(price)
     promotion = promotions.resolve(promotion_code, price, billable, _seats(billable))
     subscription = current.priced(billable, lock=False)  # a read at Stripe: nothing changes there, nothing to serialise
     item, provider = subscription.licensed_items[0], get_provider()

@@ -17,7 +17,7 @@ from flask import current_app
 from app import presentation
 from app.billing import objects, prices, schedules
 from app.billing.provider import get_provider
-from app.errors import Conflict, UnknownPrice
+from app.errors import Conflict
 from app.idempotency import provider_key
 from app.subscription import current
 from app.subscription.errors import ChangeScheduled, NotSubscribed, ScheduleNotOurs
@@ -81,8 +81,6 @@ def swap_at_period_end(billable, price):
     ``PaymentPending`` / ``ScheduleNotOurs`` / ``Conflict`` (a cancellation is scheduled) (409),
     ``ProviderRejected`` (502), ``ProviderUnavailable`` (503).
     """
-    if price not in current_app.config["PROVIDER_PLANS"]:
-        raise UnknownPrice.for_price(price)
     subscription = current.priced(billable)
     current.refuse_while_pending(billable, subscription)
     provider = get_provider()
@@ -181,8 +179,6 @@ def _reseated(phase, quantity, first):
 def preview_at_period_end(billable, price):
     """Return Stripe's preview of the first invoice at ``price`` after the period's end, as ``management.preview_swap``
     shapes it (``proration_date`` null: nothing is prorated). Raises as ``swap_at_period_end``."""
-    if price not in current_app.config["PROVIDER_PLANS"]:
-        raise UnknownPrice.for_price(price)
     subscription = current.priced(billable, lock=False)
     item = subscription.licensed_items[0]
     details = {"items": [{"id": item.provider_id, "price": price}, *usage_plans.swap_items(subscription.items, price)],

@@ -4,6 +4,7 @@ from urllib.parse import urlsplit
 from flask import current_app
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from app.errors import UnknownPrice
 from app.fields import STORABLE_DESCRIPTION, Boolean, StrictQuerySchema, Text, Url
 from app.notifications.schemas import NotificationSchema
 from app.pagination import PageQuerySchema
@@ -34,9 +35,28 @@ def promotion_code_field():
                        "not applicable: 422 invalid_promotion_code, and nothing changes"})
 
 
+class SoldPrice(Text):
+    """A required price id that the service sells: a key of ``PROVIDER_PLANS`` (CONTRACT "/subscription/intent"),
+    the one check of every request that names a price to subscribe or move to.
+
+    A string of 1 to 255 characters first (422 ``validation_error``); then one not sold is ``UnknownPrice`` (422
+    ``unknown_price``, ``details={"price"}``), raised as the error itself so that it keeps its code, before any
+    provider call. What only Stripe knows (a price it has archived, or in another currency, or a metered price
+    alone) is still refused where Stripe is asked (``app.billing.prices``, ``app.usage.plans``).
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(required=True, validate=validate.Length(min=1, max=255),
+                         metadata={"description": "Provider price id, one of PROVIDER_PLANS"}, **kwargs)
+
+    def _validate(self, value):
+        super()._validate(value)
+        if value not in current_app.config["PROVIDER_PLANS"]:
+            raise UnknownPrice.for_price(value)
+
+
 class IntentRequestSchema(Schema):
-    price = Text(required=True, validate=validate.Length(min=1, max=255),
-                 metadata={"description": "Provider price id, one of PROVIDER_PLANS"})
+    price = SoldPrice()
     promotion_code = promotion_code_field()
 
 
@@ -46,9 +66,6 @@ class IntentSchema(Schema):
         "description": "Confirmed client-side: the first payment (pi_..._secret_..., Stripe.js confirmPayment), or "
                        "for a free trial (status trialing) the SetupIntent that saves the card for the first "
                        "charge (seti_..._secret_..., confirmSetup)"})
-
-
-_PRICE = {"description": "Provider price id, one of PROVIDER_PLANS"}
 
 
 # When a swap applies (CONTRACT "Plan changes at the period's end"): now, or when the current period ends.
@@ -72,7 +89,7 @@ def refuse_at_period_end(data):
 
 
 class SwapRequestSchema(Schema):
-    price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
+    price = SoldPrice()
     proration_date = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1), load_default=None,
                                     metadata={"description": "Unix seconds: the preview's proration_date, so that the "
                                                              "charge is what it showed; at most 10 minutes old"})
@@ -85,7 +102,7 @@ class SwapRequestSchema(Schema):
 
 
 class SwapPreviewQuerySchema(StrictQuerySchema):
-    price = Text(required=True, validate=validate.Length(min=1, max=255), metadata=_PRICE)
+    price = SoldPrice()
     promotion_code = promotion_code_field()
     at = swap_at_field()
 

@@ -5,12 +5,12 @@ import json
 from flask import g, make_response, request
 
 from app.auth import recovery
-from app.auth.bearer import ability_required, auth_required, provider_calls_limited
 from app.billing import catalog, promotions
+from app.billing.seats import seat_count
 from app.extensions import db
-from app.http import NO_STORE, no_store
+from app.http import NO_STORE
 from app.subscription import billing_details, service
-from app.subscription.billables import current_billable, resolved
+from app.subscription.billables import current_billable
 from app.subscription.selling_schemas import (
     BillingDetailsRequestSchema,
     BillingDetailsSchema,
@@ -20,7 +20,7 @@ from app.subscription.selling_schemas import (
     TaxIdRequestSchema,
     TaxIdSchema,
 )
-from app.subscription.views import blp, keyed_write
+from app.subscription.views import READ, WRITE, blp, subscription_route
 
 CATALOG_HEADERS = {
     "ETag": {"description": "A strong validator of the body: send it as If-None-Match to get 304",
@@ -57,7 +57,7 @@ def plans():
 
 
 @blp.route("/subscription/checkout", methods=["POST"])
-@keyed_write
+@subscription_route(WRITE, keyed=True)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.arguments(CheckoutRequestSchema)
 @blp.response(201, CheckoutSchema, headers=NO_STORE)
@@ -76,7 +76,7 @@ def checkout(body):
     """
     recovery.require_verified_email(g.current_user)
     billable = current_billable()
-    quantity = billable.seat_count() or body["quantity"]
+    quantity = seat_count(billable) or body["quantity"]
     promotion = promotions.resolve(body["promotion_code"], body["price"], billable, quantity)
     service.ensure_customer(billable)
     # Committed before the session exists, as for an intent: its webhooks must find the billable.
@@ -87,11 +87,7 @@ def checkout(body):
 
 
 @blp.route("/subscription/billing-details", methods=["GET"])
-@no_store
-@auth_required
-@ability_required("subscription:read")
-@resolved
-@provider_calls_limited
+@subscription_route(READ)
 @blp.response(200, BillingDetailsSchema, headers=NO_STORE)
 @blp.alt_response(502, response="BAD_GATEWAY")
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
@@ -101,11 +97,7 @@ def show_billing_details():
 
 
 @blp.route("/subscription/billing-details", methods=["PUT"])
-@no_store
-@auth_required
-@ability_required("subscription:write")
-@resolved
-@provider_calls_limited
+@subscription_route(WRITE)
 @blp.arguments(BillingDetailsRequestSchema)
 @blp.response(200, BillingDetailsSchema, headers=NO_STORE)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
@@ -122,7 +114,7 @@ def put_billing_details(body):
 
 
 @blp.route("/subscription/tax-ids", methods=["POST"])
-@keyed_write
+@subscription_route(WRITE, keyed=True)
 @blp.arguments(TaxIdRequestSchema)
 @blp.response(201, TaxIdSchema, headers=NO_STORE)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
@@ -137,10 +129,7 @@ def add_tax_id(body):
 
 
 @blp.route("/subscription/tax-ids/<string:tax_id>", methods=["DELETE"])
-@auth_required
-@ability_required("subscription:write")
-@resolved
-@provider_calls_limited
+@subscription_route(WRITE, no_store=False)
 @blp.response(204)
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(502, response="BAD_GATEWAY")

@@ -3,7 +3,7 @@
 from marshmallow import Schema, fields, validate, validates_schema
 
 from app.fields import Text, Url
-from app.subscription.schemas import promotion_code_field, refuse_foreign_hosts
+from app.subscription.schemas import SoldPrice, promotion_code_field, refuse_foreign_hosts
 
 COUNTRY = r"^[A-Z]{2}$"
 # Stripe's tax id types: a country code and a scheme (eu_vat, ca_gst_hst, eu_oss_vat, ...).
@@ -38,8 +38,7 @@ def _checkout_url(description):
 
 
 class CheckoutRequestSchema(Schema):
-    price = Text(required=True, validate=validate.Length(min=1, max=255),
-                 metadata={"description": "Provider price id, one of PROVIDER_PLANS"})
+    price = SoldPrice()
     quantity = fields.Integer(strict=True, load_default=1, validate=validate.Range(min=1, max=10_000),
                               metadata={"description": "Seats, 1 to 10,000"})
     success_url = _checkout_url("Where Stripe sends the customer after paying")

@@ -8,29 +8,15 @@ from sqlalchemy import select
 
 from app.auth import profile
 from app.billing import objects, plans, portal, redemptions, state, trials
+from app.billing.customers import ensure_customer
 from app.billing.provider import get_provider
-from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES, VALID_STATUSES
-from app.errors import AlreadySubscribed, UnknownPrice
+from app.billing.seats import seat_count
+from app.billing.statuses import DUNNING_STATUSES, PAUSED_STATUSES, VALID_STATUSES, waits_for_card
+from app.errors import AlreadySubscribed
 from app.extensions import db
 from app.models import Subscription
 from app.subscription import current
 from app.usage import plans as usage_plans
-
-
-def ensure_customer(billable):
-    """Create the billable's provider customer on first use and store it in its ``provider_id``.
-
-    The caller should commit before creating anything for the customer, so that webhooks for it,
-    which may arrive at once, find the billable. The idempotency key makes concurrent first calls
-    get the same customer; it is built from its ``idempotency_token``, not the id, so that
-    another database sharing the Stripe account cannot reuse it (Stripe refuses a key reused
-    with other parameters for 24 hours).
-    """
-    if not billable.provider_id:
-        billable.provider_id = get_provider().create_customer(billable.stripe_email, billable.stripe_name,
-                                                              billable.customer_metadata(),
-                                                              f"customer-{billable.idempotency_token}")
-    return billable.provider_id
 
 
 def _open_subscription(billable):
@@ -104,14 +90,12 @@ def create_intent(billable, price, promotion_code=None):
     carries its discount, and a pending one is reused only with the same, and for an organisation
     only with its member count as quantity. Raises ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
     """
-    if price not in current_app.config["PROVIDER_PLANS"]:
-        raise UnknownPrice.for_price(price)
     metered = usage_plans.metered_for(price)  # the plan's usage prices; a metered price alone is unknown
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
     _close_checkout_sessions(billable, provider)
     pending = _open_subscription(billable)
-    seats = billable.seat_count()
+    seats = seat_count(billable)
     if (pending is not None and pending.provider_price == price and _promotion_of(pending) == promotion_code
             and seats in (None, pending.quantity)):
         live = provider.retrieve_subscription(pending.provider_id)
@@ -162,7 +146,7 @@ def _refuse_while_subscribed(billable):
     # In dunning, paused or a trial awaiting its card, the subscription is still the billable's: a card
     # pays, resumes or starts it, where a second subscription would bill them twice (or trial twice).
     stuck = next((s for s in billable.subscriptions
-                  if s.provider_status in DUNNING_STATUSES | PAUSED_STATUSES or s.awaits_card()), None)
+                  if s.provider_status in DUNNING_STATUSES | PAUSED_STATUSES or waits_for_card(s)), None)
     if stuck is not None:
         raise AlreadySubscribed.needs_card(stuck.provider_status)
 
@@ -180,14 +164,12 @@ def create_checkout(billable, line, urls, promotion_code=None):
     still open for them; other terms a new one. Raises ``UnknownPrice`` (422) and
     ``ProviderUnavailable`` (503).
     """
-    if line["price"] not in current_app.config["PROVIDER_PLANS"]:
-        raise UnknownPrice.for_price(line["price"])
     metered = usage_plans.metered_for(line["price"])
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
     # An organisation's seats are read under its lock, held until the session exists and is committed: an
     # invitee accepting meanwhile waits, then finds the session open (409), so every member has a paid seat.
-    seats = billable.seat_count()
+    seats = seat_count(billable)
     if seats:
         line = {**line, "quantity": seats}
     pending = _open_subscription(billable)

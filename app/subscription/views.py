@@ -1,14 +1,14 @@
 """Subscription endpoints (CONTRACT "Endpoints"). Subscription state itself only changes by webhook or sync."""
 from flask import g
 
-from app import idempotency, presentation
+from app import presentation
 from app.api import Blueprint
 from app.auth import recovery
-from app.auth.bearer import ability_required, auth_required, provider_calls_limited
+from app.auth.bearer import ability_required, auth_required
 from app.billing import promotions
+from app.billing_route import billing_route
 from app.extensions import db
-from app.http import NO_STORE, no_store
-from app.idempotency import idempotent
+from app.http import NO_STORE
 from app.notifications import list_notifications
 from app.pagination import PageQuerySchema
 from app.subscription import management, schedules, service
@@ -31,33 +31,26 @@ from app.subscription.schemas import (
 
 blp = Blueprint("subscription", __name__, description="Subscription state and payment set-up")
 
+READ, WRITE = "subscription:read", "subscription:write"
+
+
+def subscription_route(ability, **options):
+    """``billing_route`` on this blueprint, the billable resolved from the URL (``billables.resolved``): every
+    billing view here is an organisation's too (``organization_routes``). ``options`` as ``billing_route``'s;
+    every POST that changes billing is ``keyed=True`` (CONTRACT "Additions (third round)")."""
+    return billing_route(blp, ability, billable=resolved, **options)
+
 
 @blp.route("/subscription", methods=["GET"])
-@auth_required
-@ability_required("subscription:read")
-@resolved
+@subscription_route(READ, limited=False, no_store=False)
 @blp.response(200, SubscriptionStateSchema)
 def show():
     """Return the entitled plan and the subscription that grants it (else the newest one, or null)."""
     return presentation.present_subscription_state(g.billing_organization or g.current_user)
 
 
-# Every POST that changes billing takes an Idempotency-Key (CONTRACT "Additions (third round)").
-KEYED = {"parameters": [idempotency.PARAMETER]}
-
-
-def keyed_write(view):
-    """The decorators every billing POST that takes an ``Idempotency-Key`` shares: no caching, bearer
-    with ``subscription:write``, the billable (``billables.resolved``: an organisation's role check),
-    the per-user Stripe call limit, the key (which commits), and its OpenAPI parameter."""
-    for decorate in reversed((no_store, auth_required, ability_required("subscription:write"), resolved,
-                              provider_calls_limited, idempotent, blp.doc(**KEYED))):
-        view = decorate(view)
-    return view
-
-
 @blp.route("/subscription/intent", methods=["POST"])
-@keyed_write
+@subscription_route(WRITE, keyed=True)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.arguments(IntentRequestSchema)
 @blp.response(201, IntentSchema, headers=NO_STORE)
@@ -89,7 +82,7 @@ def intent(body):
 
 
 @blp.route("/subscription/portal", methods=["POST"])
-@keyed_write
+@subscription_route(WRITE, keyed=True)
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 @blp.arguments(PortalRequestSchema, required=False)
 @blp.response(200, PortalSchema, headers=NO_STORE)
@@ -104,10 +97,10 @@ def portal(body):
 
 
 def _changing(view):
-    """The decorators every subscription change shares: ``keyed_write``, and the errors a change
-    answers (documented in the OpenAPI operation)."""
+    """The decorators every subscription change shares: a keyed write, and the errors a change answers
+    (documented in the OpenAPI operation)."""
     for decorate in reversed((
-        keyed_write,
+        subscription_route(WRITE, keyed=True),
         blp.alt_response(402, response="PAYMENT_REQUIRED"), blp.alt_response(409, response="CONFLICT"),
         blp.alt_response(422, response="UNPROCESSABLE_ENTITY"), blp.alt_response(502, response="BAD_GATEWAY"),
         blp.alt_response(503, response="SERVICE_UNAVAILABLE"),
@@ -149,11 +142,7 @@ def swap(body):
 
 
 @blp.route("/subscription/swap/preview", methods=["GET"])
-@no_store
-@auth_required
-@ability_required("subscription:read")
-@resolved
-@provider_calls_limited
+@subscription_route(READ)
 @blp.arguments(SwapPreviewQuerySchema, location="query")
 @blp.response(200, SwapPreviewSchema, headers=NO_STORE)
 @blp.alt_response(409, response="CONFLICT")

@@ -13,7 +13,7 @@ from app.models import UsageEvent
 from app.models.usage import DELIVERED, FAILED, PENDING
 from app.notifications.commands import _stop_on_signals
 from app.timeutil import isoformat_z, utcnow
-from app.usage import delivery, keys
+from app.usage import keys, worker
 
 
 @click.command("create-service-key", cls=ServiceCommand)
@@ -55,15 +55,19 @@ def revoke_service_key_command(key_id):
 
 
 @click.command("deliver-usage", cls=ServiceCommand)
-@click.option("--once", is_flag=True, help="Deliver everything pending, waiting out retries, then exit.")
+@click.option("--once", is_flag=True,
+              help="Deliver what can be claimed now, waiting out the retries of those, then exit; events another "
+                   "worker holds are left to it, never waited for.")
 @with_appcontext
 def deliver_usage_command(once):
     """Send accepted usage events to Stripe's meter events until stopped (SIGTERM or Ctrl-C)."""
     rate = current_app.config["USAGE_DELIVERY_RATE"]
     click.echo(f"delivering usage events at most {rate}/s"
-               + (": all that is pending" if once else " until stopped (SIGTERM or Ctrl-C)"))
-    totals = delivery.run(get_provider(), current_app.config, once, _stop_on_signals())
-    click.echo(f"delivered {totals['delivered']}, failed {totals['failed']}, retried {totals['retry']}")
+               + (": what can be claimed now" if once else " until stopped (SIGTERM or Ctrl-C)"))
+    totals = worker.run(get_provider(), current_app.config, once, _stop_on_signals())
+    left = worker.pending_count() if once else 0
+    click.echo(f"delivered {totals['delivered']}, failed {totals['failed']}, retried {totals['retry']}"
+               + (f"; {left} pending left to other workers (claimed, or waiting out a retry)" if left else ""))
 
 
 def _as_dict(event):
@@ -74,31 +78,32 @@ def _as_dict(event):
 
 @click.command("usage-events", cls=ServiceCommand)
 @click.option("--failed", is_flag=True, help="Only the events Stripe refused.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array instead of a table ([] when there are none).")
 @with_appcontext
 def usage_events_command(failed, as_json):
     """List the usage events not yet at Stripe (pending and failed), oldest first."""
     statuses = (FAILED,) if failed else (PENDING, FAILED)
     found = db.session.scalars(select(UsageEvent).where(UsageEvent.status.in_(statuses))
                                .order_by(UsageEvent.id)).all()
+    if as_json:  # one JSON document, as ``flask webhook-events --json``: a script parses it whole
+        click.echo(json.dumps([_as_dict(event) for event in found]))
+        return
     for event in found:
-        if as_json:
-            click.echo(json.dumps(_as_dict(event)))
-        else:
-            click.echo(f"{event.id}\t{event.identifier}\t{event.event_name}\t{event.customer}\t{event.value}\t"
-                       f"{event.status}\t{event.attempts} attempts\t{event.last_error or ''}")
-    if not as_json:
-        click.echo(f"{len(found)} usage event{'' if len(found) == 1 else 's'}")
+        click.echo(f"{event.id}\t{event.identifier}\t{event.event_name}\t{event.customer}\t{event.value}\t"
+                   f"{event.status}\t{event.attempts} attempts\t{event.last_error or ''}")
+    click.echo(f"{len(found)} usage event{'' if len(found) == 1 else 's'}")
 
 
 @click.command("usage-replay", cls=ServiceCommand)
-@click.argument("ids", nargs=-1, type=int)
+@click.argument("ids", nargs=-1, type=int, metavar="ID...")
 @click.option("--failed", "all_failed", is_flag=True, help="Every failed event.")
 @with_appcontext
 def usage_replay_command(ids, all_failed):
     """Queue failed usage events again (same identifier: Stripe never counts one twice)."""
-    if bool(ids) == all_failed:
-        raise click.UsageError("give event ids or --failed, not both")
+    if ids and all_failed:
+        raise click.UsageError("name event IDs or pass --failed, not both")
+    if not ids and not all_failed:
+        raise click.UsageError("name at least one event ID, or pass --failed")
     if ids:
         known = dict(db.session.execute(select(UsageEvent.id, UsageEvent.status).where(UsageEvent.id.in_(ids))).all())
         for event_id in ids:

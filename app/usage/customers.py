@@ -7,9 +7,9 @@ a Stripe customer id: each billable has its own customer (``provider_id``), ``No
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Organization, User
+from app.models import BILLABLE_KINDS
 
-BILLABLES = {"user": User, "organization": Organization}
+BILLABLES = {model.kind: model for model in BILLABLE_KINDS}
 
 
 def stripe_customers(refs):

@@ -11,7 +11,7 @@ billed twice (Stripe keeps identifiers unique for 24 hours, far longer than a le
 Sends run on a few threads, paced to at most ``USAGE_DELIVERY_RATE`` per second per worker. A
 network error, timeout, 429 or 5xx is retried after a back-off (1 s, doubling, at most 5 minutes),
 for as long as it takes; any other refusal marks the event ``failed`` with Stripe's message, until
-``flask usage-replay``.
+``flask usage-replay``. The loop that runs batches until stopped is ``app.usage.worker``.
 """
 import logging
 import threading
@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from sqlalchemy import delete, func, select
-from sqlalchemy.exc import SQLAlchemyError
 
 from app.billing.call_costs import USAGE_DELIVERED_ON_DELETION
 from app.billing.provider_errors import MeterEventRefused
@@ -121,18 +120,23 @@ def record(event, outcome, message, now):
 
 
 def deliver_batch(provider, pacer, limit=BATCH):
-    """Claim one batch, send it, record the outcomes; return a ``Counter`` of them. Commits twice."""
+    """Claim one batch, send it, record the outcomes. Commits twice.
+
+    Returns ``(Counter of outcomes, {event id: next_attempt_at (UTC)} of the events to retry)``.
+    """
     batch = claim(utcnow(), limit)
     db.session.commit()
     if not batch:
-        return Counter()
+        return Counter(), {}
     found = meters.active({event.event_name for event in batch})
     with ThreadPoolExecutor(min(SENDERS, len(batch))) as pool:
         results = list(pool.map(lambda event: _send(provider, pacer, event, found.get(event.event_name)), batch))
     for event, (outcome, message, answered_at) in zip(batch, results, strict=True):
         record(event, outcome, message, answered_at)
     db.session.commit()
-    return Counter(outcome for outcome, _, _ in results)
+    retried = {event.id: event.next_attempt_at for event, (outcome, _, _) in zip(batch, results, strict=True)
+               if outcome == "retry"}
+    return Counter(outcome for outcome, _, _ in results), retried
 
 
 class UsagePending(Conflict):
@@ -190,12 +194,6 @@ def deliver_for_deletion(provider, customer):
     return sum(event.status == DELIVERED for event in events)
 
 
-def next_attempt_in():
-    """Seconds until the earliest pending event is due (0 if one is), or ``None`` when none is pending."""
-    earliest = db.session.scalar(select(func.min(UsageEvent.next_attempt_at)).where(UsageEvent.status == PENDING))
-    return None if earliest is None else max(0.0, (earliest - utcnow()).total_seconds())
-
-
 def oldest_undelivered_age():
     """Age in seconds of the oldest pending event (0 when none)."""
     oldest = db.session.scalar(select(func.min(UsageEvent.created_at)).where(UsageEvent.status == PENDING))
@@ -207,44 +205,3 @@ def prune(retention_days):
     cutoff = utcnow() - timedelta(days=retention_days)
     return db.session.execute(delete(UsageEvent).where(UsageEvent.status == DELIVERED,
                                                        UsageEvent.delivered_at < cutoff)).rowcount
-
-
-PRUNE_EVERY = 3600.0
-
-
-def _idle_wait(once, poll):
-    """How long an idle loop waits; ``None`` ends a ``once`` run (nothing left but failed events)."""
-    if not once:
-        return poll
-    due_in = next_attempt_in()
-    return None if due_in is None else min(max(due_in, 0.05), MAX_RETRY_DELAY)
-
-
-def run(provider, config, once, stop, poll=1.0):
-    """Deliver batches until ``stop`` (a ``threading.Event``) is set; return a ``Counter`` of outcomes.
-
-    ``once``: until nothing is pending, waiting out retries. Delivered events past
-    ``USAGE_RETENTION_DAYS`` are pruned at the start and hourly. A database or provider error ends a
-    ``once`` run; a long-running worker logs it and tries again after ``poll`` seconds.
-    """
-    totals, pacer, pruned_at = Counter(), Pacer(config["USAGE_DELIVERY_RATE"]), None
-    while not stop.is_set():
-        if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY:
-            prune(config["USAGE_RETENTION_DAYS"])
-            db.session.commit()
-            pruned_at = time.monotonic()
-        try:
-            outcomes = deliver_batch(provider, pacer)
-        except (SQLAlchemyError, AppError):
-            db.session.rollback()
-            if once:
-                raise
-            logger.exception("usage delivery: error; trying again in %s s", poll)
-            outcomes = None
-        totals.update(outcomes or {})
-        if not outcomes:
-            wait = _idle_wait(once, poll)
-            if wait is None:
-                break
-            stop.wait(wait)
-    return totals

@@ -2,7 +2,7 @@
 from flask import g
 
 from app.api import Blueprint
-from app.auth.bearer import ability_required, auth_required, provider_calls_limited
+from app.billing_route import billing_route
 from app.extensions import db
 from app.http import NO_STORE, no_store
 from app.organizations import access
@@ -33,9 +33,7 @@ def report(body):
 
 
 @blp.route("/usage", methods=["GET"])
-@auth_required
-@ability_required("subscription:read")
-@provider_calls_limited
+@billing_route(blp, "subscription:read", no_store=False)
 @blp.arguments(UsageQuerySchema, location="query")
 @blp.response(200, UsageSchema)
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
@@ -47,9 +45,7 @@ def show(query):
 
 
 @blp.route("/organizations/<string:organization_id>/usage", methods=["GET"])
-@auth_required
-@ability_required("subscription:read")
-@provider_calls_limited
+@billing_route(blp, "subscription:read", no_store=False)
 @blp.arguments(UsageQuerySchema, location="query")
 @blp.response(200, UsageSchema)
 @blp.alt_response(404, response="NOT_FOUND")

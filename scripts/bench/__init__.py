@@ -22,7 +22,8 @@ Prints one markdown table (every figure from this run) and writes the raw result
 drift on shared machines; the absolute ones are set for a 2-core machine, load generator included.
 
 One module per kind of measurement: ``authenticated`` (wrk rows of ``GET /auth/me``), ``sequential``
-(login, intent, swap), ``webhooks``, ``prune``, ``delivery``; ``runner`` runs wrk and takes the
+(login, intent, swap), ``webhooks``, ``prune``, ``delivery``, ``usage``, ``entitlements`` (consumes of
+``POST /entitlements/check`` and the race for a quota's last units); ``runner`` runs wrk and takes the
 medians, ``table`` prints the table, ``main`` runs them all for each database. ``settings`` holds
 the counts and the targets; ``processes``, ``database`` and ``cpu`` the child processes, the
 throwaway databases and the CPU meters they share.

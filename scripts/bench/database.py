@@ -10,6 +10,7 @@ from sqlalchemy import create_engine, func, insert, select, text
 
 from app import config as app_config
 from app.models import AccessToken
+from scripts.bench.entitlements import PLAN_FEATURES
 from scripts.bench.settings import PG_ADMIN, WEBHOOK_SECRET
 
 
@@ -53,6 +54,7 @@ def service_env(db, emulator_url, plans):
         PROVIDER_API_KEY="sk_test_bench",
         PROVIDER_API_BASE=emulator_url,
         PROVIDER_PLANS=json.dumps(plans),
+        PLAN_FEATURES=json.dumps(PLAN_FEATURES),
         AUTH_LOGIN_RATE_LIMIT="100000 per minute",
         # Its sequential rows register more users than the default 20 an hour per client address, and
         # swap one user 40 times (5 Stripe calls each against 60 a minute); the limit's own row sets it.

@@ -17,6 +17,7 @@ from scripts.bench import accounts
 from scripts.bench.authenticated import measure_authenticated
 from scripts.bench.database import Database, count_rows, seed_expired_tokens, service_env
 from scripts.bench.delivery import bench_delivery_worker, delivery_rows
+from scripts.bench.entitlements import entitlement_rows, measure_entitlements
 from scripts.bench.processes import Service, ensure_wrk, gunicorn_argv, post_json
 from scripts.bench.provider_calls import provider_call_table
 from scripts.bench.prune import run_prune
@@ -74,6 +75,7 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
             out["intent"] = measure_intents(port, prices["pro"], args.intents)
             out["swap"] = measure_swaps(port, emulator, db, prices, args.swaps)
             out["forgot"] = accounts.measure_forgot(env, workdir, 50 if args.quick else accounts.REQUESTS)
+            out.update(measure_entitlements(wrk, db, env, port, minimal_port, args, workdir))
 
         out.update(measure_webhooks(port, emulator, db, prices, args,
                                     {"gunicorn": gunicorn.process.pid, "emulator": emulator_pid}))
@@ -168,7 +170,7 @@ def main(argv=None):
             emulator.stop()
 
     rows = [row for kind in kinds for row in table_rows(kind, results[kind], args) + delivery_rows(kind, results[kind])
-            + usage_rows(kind, results[kind])]
+            + usage_rows(kind, results[kind]) + entitlement_rows(kind, results[kind], args)]
     table = render_table(rows)
     wall = time.perf_counter() - started
     print(table)

@@ -31,12 +31,18 @@ def parse_wrk(output):
     return result
 
 
-def run_wrk(wrk, port, path, duration, workdir, token=None, connections=CONNECTIONS):
-    """Run wrk against ``path`` for ``duration`` s (with ``token`` as bearer); return ``parse_wrk``'s figures."""
+def run_wrk(wrk, port, path, duration, workdir, token=None, connections=CONNECTIONS, lua=None):
+    """Run wrk against ``path`` for ``duration`` s (with ``token`` as bearer); return ``parse_wrk``'s figures.
+
+    ``lua``: a function returning more of wrk's Lua script (a request body, say), called for each run, so that
+    what must be new in every run (consume identifiers) is.
+    """
     script = Path(workdir) / "bench.lua"
     lines = ['wrk.headers["Accept"] = "application/json"']
     if token:
         lines.append(f'wrk.headers["Authorization"] = "Bearer {token}"')
+    if lua:
+        lines.append(lua())
     script.write_text("\n".join(lines) + "\n")
     argv = [wrk, "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "--timeout", "5s", "-s", str(script),
             f"http://{HOST}:{port}{path}"]
@@ -57,7 +63,8 @@ def summarize(runs):
 
 
 def run_rows(wrk, rows, args, workdir, meters=None):
-    """Measure ``rows`` (``{name: (port, path, token)}``): a warm-up each (if any), then ``args.repeats`` rounds.
+    """Measure ``rows`` (``{name: (port, path, token[, lua])}``, ``lua`` as ``run_wrk`` takes it): a warm-up each
+    (if any), then ``args.repeats`` rounds.
 
     Each round runs every row once for ``args.duration`` s, in turn, so that a row and the rows
     it is compared with share the machine's ups and downs. Returns ``{name: summarize(...)}``; a
@@ -66,13 +73,13 @@ def run_rows(wrk, rows, args, workdir, meters=None):
     """
     meters = meters or {}
     if args.warm_up:
-        for port, path, token in rows.values():
-            run_wrk(wrk, port, path, args.warm_up, workdir, token)
+        for port, path, token, *lua in rows.values():
+            run_wrk(wrk, port, path, args.warm_up, workdir, token, lua=lua[0] if lua else None)
     runs = {name: [] for name in rows}
     for _ in range(args.repeats):
-        for name, (port, path, token) in rows.items():
+        for name, (port, path, token, *lua) in rows.items():
             with CpuMeter({**meters.get(name, {}), "wrk": None}) as cpu:
-                result = run_wrk(wrk, port, path, args.duration, workdir, token)
+                result = run_wrk(wrk, port, path, args.duration, workdir, token, lua=lua[0] if lua else None)
             requests = result["rps"] * args.duration
             if name in meters and requests:
                 result["cpu_ms_per_request"] = {part: seconds * 1000 / requests

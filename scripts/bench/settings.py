@@ -31,6 +31,9 @@ PLANS_MAX_PROVIDER_CALLS_PER_REQUEST = 0.001
 # The PostgreSQL webhook mix against the minimal app in the same run (issue 35: twice round 3's 6.5-7.1%).
 WEBHOOK_MIN_SHARE_OF_MINIMAL = 0.15
 WEBHOOK_MAX_P99_MS = 100.0
+# A consume (issue 44): one service-key POST /entitlements/check against the minimal app, on PostgreSQL.
+CONSUME_MIN_SHARE_OF_MINIMAL = 0.40
+CONSUME_MAX_P99_MS = 10.0
 PRUNE_MAX_SECONDS = 20.0
 PRUNE_MAX_RSS_MB = 200.0
 

@@ -24,13 +24,13 @@ def verdict(ok):
     return "PASS" if ok else "MISS"
 
 
-def _spread(row, key, digits, unit=""):
+def spread(row, key, digits, unit=""):
     """``median (min-max)`` of a repeated row's ``key``."""
     return (f"{fmt(row[key], digits)}{unit} ({fmt(row[key + '_min'], digits)}-{fmt(row[key + '_max'], digits)})")
 
 
 def _wrk_cells(row):
-    return [_spread(row, "rps", 0, " req/s"), fmt(row["p50_ms"]), _spread(row, "p99_ms", 1), str(row["errors"])]
+    return [spread(row, "rps", 0, " req/s"), fmt(row["p50_ms"]), spread(row, "p99_ms", 1), str(row["errors"])]
 
 
 def _token_cost_rows(kind, r):

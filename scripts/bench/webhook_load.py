@@ -1,7 +1,7 @@
 """The webhook rows of ``make bench``: a realistic mix of provider events, sent signed under load.
 
 The events are not made up: ``lifecycle_events`` drives one subscription per customer through
-its life at the emulator with the real ``stripe`` SDK (``tests/reliability/support.py``'s
+its life at the emulator with the real ``stripe`` SDK (``tests/support/reliability.py``'s
 ``drive_lifecycles``: subscribe, pay, swap, cancel at period end, resume, renew, cancel) and
 takes the events the emulator recorded, of the types the service subscribes to. Delivered to
 the service, ``invoice.paid`` and activating updates make the card listener call the emulator
@@ -20,8 +20,8 @@ from sqlalchemy import insert, select
 
 from app.billing.events import REQUIRED_EVENT_TYPES
 from app.models import Subscription, User
-from tests.reliability.support import customer_of, drive_lifecycles, provider_events
 from tests.signing import sign
+from tests.support.reliability import customer_of, drive_lifecycles, provider_events
 
 HOST = "127.0.0.1"
 API_KEY = "sk_test_bench"

@@ -4,17 +4,12 @@ a real ``stripe.StripeClient`` pointed at it, and a webhook receiver."""
 from __future__ import annotations
 
 import json
-import pathlib
 import threading
 import time
 
 import pytest
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
-
-FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "stripe_events"
-# Stripe's example of every API object (stripe/openapi), copied in so a clone anywhere can run the tests.
-OPENAPI_FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "stripe_openapi" / "fixtures3.json"
 
 
 @pytest.fixture
@@ -111,11 +106,3 @@ def price2(stripe_client, price):
 def customer(stripe_client):
     return stripe_client.v1.customers.create(params={"email": "jo@example.com",
                                                      "name": "Jo"})
-
-
-def load_fixture(name: str) -> dict:
-    return json.loads((FIXTURES / name).read_text())
-
-
-def openapi_example(resource: str) -> dict:
-    return json.loads(OPENAPI_FIXTURES.read_text())["resources"][resource]

@@ -13,8 +13,8 @@ import pytest
 import requests
 import stripe
 
-from .conftest import openapi_example
-from .test_subscription_flows import activate, create_incomplete, events_of
+from tests.support.emulator import activate, create_incomplete, events_of, post_form
+from tests.support.events import openapi_example
 
 # Fields of Stripe's example objects the emulator does not produce (see README).
 NOT_EMULATED = {"invoice": {"subscription"}}  # removed from invoices in 2025-03-31
@@ -151,13 +151,6 @@ def test_a_fault_may_name_the_method_it_fails(stripe_client, emulator, customer)
     assert emulator.control("GET", "faults")["faults"] == []
 
 
-def _post_form(url, data=None):
-    req = urllib.request.Request(url, data=urllib.parse.urlencode(data or {}).encode(),
-                                 method="POST")
-    with urllib.request.urlopen(req) as resp:  # follows the 303 back to the page
-        return resp.status, resp.geturl(), resp.read().decode()
-
-
 def test_portal_forms(stripe_client, emulator, customer, price, price2):
     sub = activate(stripe_client, customer, price)
     session = stripe_client.v1.billing_portal.sessions.create(params={
@@ -167,20 +160,20 @@ def test_portal_forms(stripe_client, emulator, customer, price, price2):
     assert sub.id in page and "Cancel at period end" in page and price2.id in page
     base = f"{session.url}/subscriptions/{sub.id}"
 
-    status, final_url, page = _post_form(f"{base}/cancel_at_period_end")
+    status, final_url, page = post_form(f"{base}/cancel_at_period_end")
     assert status == 200 and final_url == session.url and "Resume subscription" in page
     assert stripe_client.v1.subscriptions.retrieve(sub.id).cancel_at_period_end is True
-    _post_form(f"{base}/resume")
+    post_form(f"{base}/resume")
     upd = events_of(stripe_client, sub.id, {"customer.subscription.updated"})[-1]
     assert upd.data.previous_attributes["cancel_at_period_end"] is True
 
-    _post_form(f"{base}/swap", {"price": price2.id})
+    post_form(f"{base}/swap", {"price": price2.id})
     sub = stripe_client.v1.subscriptions.retrieve(sub.id)
     assert sub["items"].data[0].price.id == price2.id
     upd = events_of(stripe_client, sub.id, {"customer.subscription.updated"})[-1]
     assert upd.data.previous_attributes["items"]["data"][0]["price"]["id"] == price.id
 
-    _post_form(f"{base}/cancel_at_period_end")
+    post_form(f"{base}/cancel_at_period_end")
     emulator.advance(sub["items"].data[0].current_period_end - emulator.clock() + 1)
     sub = stripe_client.v1.subscriptions.retrieve(sub.id)
     assert sub.status == "canceled"
@@ -199,7 +192,7 @@ def test_portal_cancel_now(stripe_client, customer, price):
     session = stripe_client.v1.billing_portal.sessions.create(params={"customer": customer.id,
                                                                       "configuration": config.id})
     assert session.configuration == config.id
-    _post_form(f"{session.url}/subscriptions/{sub.id}/cancel")
+    post_form(f"{session.url}/subscriptions/{sub.id}/cancel")
     assert stripe_client.v1.subscriptions.retrieve(sub.id).status == "canceled"
 
 
@@ -221,9 +214,9 @@ def test_a_portal_configuration_keeps_its_rules_on_the_page(stripe_client, custo
     assert price2.id in page and other.id not in page and "Cancel" not in page
     base = f"{session.url}/subscriptions/{sub.id}"
     with pytest.raises(urllib.error.HTTPError) as caught:
-        _post_form(f"{base}/swap", {"price": other.id})
+        post_form(f"{base}/swap", {"price": other.id})
     assert caught.value.code == 403, "a price the configuration does not offer, posted by hand"
-    _post_form(f"{base}/swap", {"price": price2.id})
+    post_form(f"{base}/swap", {"price": price2.id})
     invoice = stripe_client.v1.invoices.retrieve(stripe_client.v1.subscriptions.retrieve(sub.id).latest_invoice)
     assert invoice.billing_reason == "subscription_update" and invoice.amount_due > 0, "always_invoice: charged now"
 
@@ -232,10 +225,10 @@ def test_a_portal_configuration_keeps_its_rules_on_the_page(stripe_client, custo
     page = urllib.request.urlopen(session.url).read().decode()
     assert "Change plan" not in page
     with pytest.raises(urllib.error.HTTPError):
-        _post_form(f"{base}/swap", {"price": price.id})
+        post_form(f"{base}/swap", {"price": price.id})
     with pytest.raises(stripe.InvalidRequestError, match="at least one product"):
         stripe_client.v1.billing_portal.configurations.create(params={"features": {
-            "subscription_update": {"enabled": True, "default_allowed_updates": ["price"]}}})
+            "subscription_update": {"enabled": True, "default_allowed_updates": ["price"], "products": ""}}})
 
 
 def test_a_portal_configuration_offers_only_its_products_active_prices(stripe_client, price, price2):

@@ -7,21 +7,9 @@ import pytest
 import requests
 import stripe
 
-from tests.emulator.test_subscription_flows import activate, events_of
+from tests.support.emulator import activate, events_of, failing_renewal, period_end
 
 DAY = 86400
-
-
-def period_end(sub):
-    return sub["items"].data[0].current_period_end
-
-
-def failing_renewal(stripe_client, emulator, customer, price):
-    """An active subscription whose card on file now fails; the clock at its first renewal."""
-    sub = activate(stripe_client, customer, price)
-    stripe_client.v1.subscriptions.update(sub.id, params={"default_payment_method": "pm_card_chargeCustomerFail"})
-    emulator.advance(period_end(sub) - emulator.clock() + 1)
-    return sub.id
 
 
 def test_a_card_that_attaches_but_cannot_be_charged_fails_the_renewal(stripe_client, emulator, customer, price):

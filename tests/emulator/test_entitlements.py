@@ -9,7 +9,7 @@ import json
 import pytest
 import stripe
 
-from .conftest import openapi_example
+from tests.support.events import openapi_example
 
 SUMMARY = "entitlements.active_entitlement_summary.updated"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import stripe
 
-from tests.emulator.test_subscription_flows import DAY, activate, events_of
+from tests.support.emulator import DAY, activate, events_of
 
 
 def item_of(sub):

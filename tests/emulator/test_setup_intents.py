@@ -8,9 +8,8 @@ import pytest
 import requests
 import stripe
 
-from .conftest import openapi_example
-from .test_dunning import failing_renewal
-from .test_subscription_flows import events_of
+from tests.support.emulator import events_of, failing_renewal
+from tests.support.events import openapi_example
 
 
 def setup_for(client, customer, card="pm_card_visa"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+from tests.support.layout import find_cycle
+
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "stripe_emulator"
 MAX_LINES = 260
 
@@ -35,31 +37,12 @@ def _graph() -> dict[str, set[str]]:
     return {name: _imports(path, name, set(paths)) for name, path in paths.items()}
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}
-
-    def visit(node: str, trail: list[str]) -> list[str] | None:
-        state[node] = 1
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == 1:
-                return trail[trail.index(nxt):] + [node, nxt] if nxt in trail else [node, nxt]
-            if nxt not in state and (found := visit(nxt, trail + [node])):
-                return found
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (found := visit(node, [])):
-            return found
-    return None
-
-
 def test_no_module_imports_itself_back():
-    assert _cycle(_graph()) is None
+    assert find_cycle(_graph()) is None
 
 
 def test_the_cycle_check_finds_a_cycle():
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) is not None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) is not None
 
 
 def test_shared_billing_steps_import_no_resource_family():

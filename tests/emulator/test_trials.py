@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import stripe
 
-from .test_subscription_flows import DAY, events_of
+from tests.support.emulator import DAY, events_of
 
 
 def trial(client, customer, price, end_behavior="pause", **extra):

@@ -8,8 +8,8 @@ import time
 import pytest
 import stripe
 
-from .conftest import load_fixture
-from .test_subscription_flows import activate
+from tests.support.emulator import activate
+from tests.support.events import load_fixture
 
 
 def verified(receiver):

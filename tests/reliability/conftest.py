@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BASE_CONFIG, WEBHOOK_SECRET
 from tests.ports import free_port
-from tests.reliability.support import TALLY, WORKERS, Gunicorn
+from tests.signing import WEBHOOK_SECRET
+from tests.support.config import BASE_CONFIG
+from tests.support.processes import ROOT
+from tests.support.reliability import TALLY, WORKERS, Gunicorn
 
-ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench-results" / "reliability.json"
 KEPT_RUNS = 50
 

@@ -23,13 +23,14 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import WebhookEvent
-from tests.conftest import PASSWORD, fresh_token, sign
 from tests.depth import budget
-from tests.reliability.support import TALLY
+from tests.signing import sign
+from tests.support.accounts import PASSWORD, fresh_token
+from tests.support.reliability import TALLY
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           response_headers_conformance]
-EXAMPLES_PER_OPERATION = budget(quick=4, deep=30)
+EXAMPLES_PER_OPERATION = budget(quick=2, deep=30)
 
 
 @pytest.fixture

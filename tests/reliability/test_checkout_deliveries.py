@@ -16,12 +16,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Notification, Subscription, User
-from tests.reliability.support import (
-    add_customer_users,
-    count_reorderings,
-    deliver_until_accepted,
-    provider_events,
-)
+from tests.support.reliability import add_customer_users, count_reorderings, deliver_until_accepted, provider_events
 
 USERS = 20
 

@@ -1,8 +1,8 @@
 """Concurrency through a real gunicorn with four sync workers (CONTRACT "Webhook processing").
 
 Parallel duplicates are processed once; events of one subscription racing each other leave the
-newest state; whole lifecycles delivered shuffled and partly twice for 50 users converge to what
-in-order delivery gives, each notification once; concurrent intents create one subscription.
+newest state; whole lifecycles delivered shuffled and partly twice for 20 users (50 under make
+test-deep) converge to what in-order delivery gives, each notification once; concurrent intents create one subscription.
 On SQLite the same runs: writers queue on the file lock (``busy_timeout``) instead of row locks.
 A 5xx is retried as the provider retries, and counted; the duplicates test allows none.
 """
@@ -21,8 +21,9 @@ from app.listeners.commit_plan import decide_notifications
 from app.listeners.send_receipt import receipt_of
 from app.models import Notification, Subscription, User, WebhookEvent
 from app.timeutil import utcnow
-from tests.conftest import PASSWORD
-from tests.reliability.support import (
+from tests.depth import budget
+from tests.support.accounts import PASSWORD
+from tests.support.reliability import (
     STOPS,
     activating_update,
     add_customer_users,
@@ -84,9 +85,9 @@ def expected_plan(obj, plans, now):
     return None
 
 
-def test_fifty_lifecycles_delivered_shuffled_and_partly_twice_converge_to_in_order_delivery(
+def test_whole_lifecycles_delivered_shuffled_and_partly_twice_converge_to_in_order_delivery(
         gunicorn, app, emulator, stripe_client, prices, tally):
-    users = add_customer_users(app, stripe_client, 50)
+    users = add_customer_users(app, stripe_client, budget(quick=20, deep=50))
     emulator.pause_delivery()
     subscriptions = drive_lifecycles(emulator, stripe_client, prices, [customer for _, customer in users])
     events = provider_events(stripe_client)

@@ -17,9 +17,9 @@ from app.extensions import db
 from app.models import NotificationDelivery, User
 from app.models.delivery import DELIVERED
 from app.notifications import notify
-from tests.conftest import WEBHOOK_SECRET
 from tests.receivers import SmtpSink
-from tests.reliability.conftest import ROOT
+from tests.signing import WEBHOOK_SECRET
+from tests.support.processes import ROOT
 
 NOTIFICATIONS = 120
 OUTAGE_SECONDS = 3

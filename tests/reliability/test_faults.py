@@ -15,9 +15,11 @@ from sqlalchemy import create_engine, func, select, text
 from app.extensions import db
 from app.models import Notification, Subscription, User, WebhookEvent
 from app.signals import webhook_handled
-from tests.conftest import bearer, deliver, holding_lock, login, register
 from tests.ports import free_port
-from tests.reliability.support import activating_update, post_event, start_paid_subscriptions
+from tests.support.accounts import bearer, login, register
+from tests.support.databases import holding_lock
+from tests.support.events import deliver
+from tests.support.reliability import activating_update, post_event, start_paid_subscriptions
 
 # The SDK's own backoff between two attempts is at most a second here; the rest is slack for a
 # loaded 2-core machine.
@@ -73,8 +75,8 @@ def cut_connection(url):
 
 
 def test_database_lost_mid_webhook_answers_5xx_leaves_nothing_and_the_redelivery_succeeds(
-        app, paid_event, database_url, tally):
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+        app, paid_event, database_url, tally, configure):
+    configure(PROPAGATE_EXCEPTIONS=False)
     client = app.test_client()
     with webhook_handled.connected_to(cut_connection(database_url)):
         response = deliver(client, paid_event)
@@ -111,14 +113,14 @@ def end_pooled_connections(app, url):
     return len(pooled)
 
 
-def test_database_restart_between_requests_costs_no_request(app, database_url, tally):
+def test_database_restart_between_requests_costs_no_request(app, database_url, tally, configure):
     """No pre-ping round trip (``app.db_pool``), and still every request after a restart succeeds.
 
     PostgreSQL: the connections the server ended are found at checkout, without a round trip,
     and replaced. SQLite has no server: file connections closed under the pool are found when the
     pool resets them and are discarded.
     """
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+    configure(PROPAGATE_EXCEPTIONS=False)
     client = app.test_client()
     register(client)
     headers = bearer(login(client))
@@ -131,9 +133,9 @@ def test_database_restart_between_requests_costs_no_request(app, database_url, t
 
 
 def test_database_lost_mid_webhook_is_listed_as_failed_and_its_replay_equals_an_undisturbed_delivery(
-        app, paid_event, database_url, tally):
+        app, paid_event, database_url, tally, configure):
     """Issue 11: the failed-event ledger outlives the rollback, and a replay completes the event."""
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+    configure(PROPAGATE_EXCEPTIONS=False)
     runner = app.test_cli_runner()
     with webhook_handled.connected_to(cut_connection(database_url)):
         assert deliver(app.test_client(), paid_event).status_code >= 500
@@ -168,8 +170,7 @@ def test_database_locked_by_another_writer_answers_5xx_and_the_redelivery_succee
     """
     postgres = database_url.startswith("postgresql")
     options = {"connect_args": {"options": "-c lock_timeout=1000"}} if postgres else {}
-    app = make_app(SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True, **options})
-    app.config["PROPAGATE_EXCEPTIONS"] = False
+    app = make_app(SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True, **options}, PROPAGATE_EXCEPTIONS=False)
     client = app.test_client()
     with holding_lock(database_url, "LOCK TABLE webhook_events IN ACCESS EXCLUSIVE MODE"):
         response = deliver(client, paid_event)

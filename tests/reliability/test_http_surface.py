@@ -5,7 +5,7 @@ import json
 import requests
 
 from app.http import MAX_HEADER_FIELD_SIZE, MAX_URL_LENGTH
-from tests.reliability.support import TALLY
+from tests.support.reliability import TALLY
 
 
 def assert_json_error(response, status, code):

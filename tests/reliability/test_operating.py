@@ -12,10 +12,12 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import BASE_CONFIG, PASSWORD, WEBHOOK_SECRET, bearer
 from tests.ports import free_port
-from tests.reliability.conftest import ROOT
-from tests.reliability.support import TALLY, Gunicorn
+from tests.signing import WEBHOOK_SECRET
+from tests.support.accounts import PASSWORD, bearer
+from tests.support.config import BASE_CONFIG
+from tests.support.processes import ROOT
+from tests.support.reliability import TALLY, Gunicorn
 
 WORKERS = 2
 TOKEN = "scrape-token-for-the-reliability-test"

@@ -15,11 +15,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.extensions import db
 from app.models import User
 from app.notifications import notify
-from tests.conftest import WEBHOOK_SECRET
 from tests.ports import free_port
 from tests.receivers import SmtpSink
-from tests.reliability.conftest import ROOT
-from tests.reliability.support import Gunicorn
+from tests.signing import WEBHOOK_SECRET
+from tests.support.processes import ROOT
+from tests.support.reliability import Gunicorn
 
 TOKEN = "scrape-token-of-the-production-block-test"
 _ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")

@@ -8,8 +8,8 @@ from sqlalchemy import delete, select, update
 
 from app.extensions import db
 from app.models import Subscription, SubscriptionItem, User
-from tests.conftest import deliver
-from tests.reliability.support import TALLY, add_customer_users, drive_lifecycles, provider_events
+from tests.support.events import deliver
+from tests.support.reliability import TALLY, add_customer_users, drive_lifecycles, provider_events
 
 
 def billing_state(app):

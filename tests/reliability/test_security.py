@@ -14,9 +14,10 @@ from sqlalchemy import text
 from app.auth import tokens
 from app.extensions import db
 from app.models import User
-from tests.conftest import PASSWORD, WEBHOOK_SECRET, bearer, login, register, sign
 from tests.depth import budget
-from tests.reliability.support import TALLY, WORKERS
+from tests.signing import WEBHOOK_SECRET, sign
+from tests.support.accounts import PASSWORD, bearer, login, register
+from tests.support.reliability import TALLY, WORKERS
 
 
 def test_token_secrets_come_from_secrets_with_at_least_240_bits(app, client, user, monkeypatch):

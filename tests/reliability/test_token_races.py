@@ -10,8 +10,8 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import AccessToken, RotatedToken
-from tests.conftest import PASSWORD, register
-from tests.reliability.support import in_parallel
+from tests.support.accounts import PASSWORD, register
+from tests.support.reliability import in_parallel
 
 ROUNDS = 5
 RACERS = 10

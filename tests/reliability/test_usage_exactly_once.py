@@ -27,9 +27,9 @@ from sqlalchemy import func, select, update
 from app.extensions import db
 from app.models import UsageEvent, User
 from app.models.usage import DELIVERED, PENDING
-from tests.conftest import WEBHOOK_SECRET
 from tests.depth import budget
-from tests.reliability.conftest import ROOT
+from tests.signing import WEBHOOK_SECRET
+from tests.support.processes import ROOT
 
 
 @pytest.fixture

@@ -28,12 +28,18 @@ from ..subscriptions import rules as subscription_rules
 
 
 def _line_item(store: Store, item: dict, i: int) -> dict:
-    """A line as the subscription's item: a metered price has no quantity (Stripe refuses one)."""
+    """A line as the subscription's item: a metered price has no quantity (Stripe refuses one); a licensed
+    price's is at least 1, though a subscription's item may have 0: Checkout refuses 0 with "This value must
+    be greater than or equal to 1." (https://github.com/stripe/openapi/issues/93)."""
     p = store.get("prices", item.get("price"), f"line_items[{i}][price]")
     if metered(p):
         subscriptions.item_quantity(p, item, i)  # refuses a quantity
         return {"price": item["price"]}
-    return {"price": item["price"], "quantity": int(item.get("quantity") or 1)}
+    quantity = subscriptions.item_quantity(p, item, i)
+    if quantity is not None and quantity < 1:
+        raise StripeError(400, "This value must be greater than or equal to 1.", code="parameter_invalid_integer",
+                          param=f"line_items[{i}][quantity]")
+    return {"price": item["price"], "quantity": quantity}
 
 
 def create_session(store: Store, params: dict) -> dict:
@@ -87,14 +93,32 @@ def _check_discounts(store: Store, entries: list, customer_id: str) -> None:
         discount_models.entry_terms(store, entry, customer_id, f"discounts[{i}]")
 
 
+def _expire(store: Store, session: dict) -> None:
+    """The open ``session`` becomes ``expired`` and ``checkout.session.expired`` is sent, dated in the session's
+    time (https://docs.stripe.com/api/events/types#event_types-checkout.session.expired)."""
+    with store.on_clock(session.get("_clock")):  # in the time it was created in, whichever clock the customer is on now
+        session["status"] = "expired"
+        store.emit("checkout.session.expired", session)
+
+
 def expire_if_due(store: Store, session: dict) -> dict:
     """An open session past its ``expires_at`` is ``expired``, as Stripe expires it then
-    (https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-expires_at); read lazily
-    (no ``checkout.session.expired`` event: the service subscribes to none). Returns the session."""
-    with store.on_clock(session.get("_clock")):  # in the time it was created in, whichever clock the customer is on now
-        if session["status"] == "open" and store.now() >= session["expires_at"]:
-            session["status"] = "expired"
+    (https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-expires_at). Its clock's
+    advance expires it (``expire_due``); a session read after real time passed it expires when read. Returns
+    the session."""
+    with store.on_clock(session.get("_clock")):
+        due = session["status"] == "open" and store.now() >= session["expires_at"]
+    if due:
+        _expire(store, session)
     return session
+
+
+def expire_due(store: Store, clock_id: str | None) -> None:
+    """Expire the open sessions of the clock ``clock_id`` (``None``: the emulator's own) that its advance took past
+    their ``expires_at``, oldest first."""
+    for session in list(store.checkout_sessions.values()):
+        if session.get("_clock") == clock_id:
+            expire_if_due(store, session)
 
 
 def expire(store: Store, session: dict) -> dict:
@@ -103,7 +127,7 @@ def expire(store: Store, session: dict) -> dict:
     one of these statuses: open"; otherwise Stripe "returns an error"). Returns the session."""
     if expire_if_due(store, session)["status"] != "open":
         raise StripeError(400, f"This Checkout Session is {session['status']}: only an open one can be expired.")
-    session["status"] = "expired"
+    _expire(store, session)
     return session
 
 

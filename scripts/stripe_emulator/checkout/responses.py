@@ -71,7 +71,7 @@ def _open_session(session_id: str) -> dict:
 def page(session_id):
     st = store()
     with st.lock:
-        session = _open_session(session_id)
+        session = models.expire_if_due(st, _open_session(session_id))
         if session["status"] != "open":
             return redirect(session["success_url"], code=303)
         lines = ", ".join(f"{item['quantity']} × {escape(item['price'])}" for item in session["_line_items"])

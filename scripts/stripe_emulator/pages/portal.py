@@ -15,6 +15,7 @@ from flask import Blueprint, abort, redirect, request
 
 from ..core.http import store
 from ..core.store import DEFAULT_API_VERSION, StripeError, new_id
+from ..schedules import portal_changes
 from ..subscriptions import models as subscriptions
 from . import portal_configurations
 
@@ -51,6 +52,7 @@ def _render_sub(st, session_id: str, sub: dict) -> str:
              f'{(p["recurring"] or {}).get("interval")}) period ends '
              f'{item["current_period_end"]}'
              + (" &mdash; cancels at period end" if sub["cancel_at_period_end"] else "")
+             + (f" &mdash; on schedule {escape(sub['schedule'])}" if sub["schedule"] else "")
              + "<br>"]
     if sub["status"] in ("canceled", "incomplete_expired"):
         return "".join(lines) + "</li>"
@@ -112,7 +114,8 @@ def _act(st, config: dict, sub: dict, action: str) -> None:
     """Do what the page's form asks, as far as the session's configuration allows (else a 403 page).
 
     The configuration is the rule, not only what the page shows: a form posted by hand for a hidden
-    action or a price not offered is refused, as on Stripe's portal.
+    action or a price not offered is refused, as on Stripe's portal. A plan change its
+    ``schedule_at_period_end`` conditions hold for waits for the period's end (``schedules/portal_changes.py``).
     """
     cancel = config["features"]["subscription_cancel"]
     if action == "cancel_at_period_end" and cancel["enabled"] and cancel["mode"] == "at_period_end":
@@ -127,9 +130,12 @@ def _act(st, config: dict, sub: dict, action: str) -> None:
         offered = portal_configurations.offered_prices(st, config) or []
         if price not in {p["id"] for p in offered}:
             abort(403)
+        update = config["features"]["subscription_update"]
+        if portal_changes.at_period_end(st, update, sub, price):
+            portal_changes.schedule_change(st, sub, price)
+            return
         item = sub["items"]["data"][0]
-        proration = config["features"]["subscription_update"]["proration_behavior"]
-        subscriptions.update_subscription(
-            st, sub, {"items": [{"id": item["id"], "price": price}], "proration_behavior": proration})
+        subscriptions.update_subscription(st, sub, {"items": [{"id": item["id"], "price": price}],
+                                                    "proration_behavior": update["proration_behavior"]})
     else:
         abort(403 if action in ("cancel_at_period_end", "cancel") else 404)

@@ -3,7 +3,9 @@ what a portal session lets its customer do, and the rules the portal page (``por
 
 A session without ``configuration`` uses the account's default one, which here allows what a new
 Stripe account's default portal allows once plan changes are switched on: any active recurring
-price, prorated (``create_prorations``), cancel at once or at the period's end.
+price, prorated (``create_prorations``), cancel at once or at the period's end. A plan change that
+``subscription_update.schedule_at_period_end`` names waits for the period's end
+(``schedules/portal_changes.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ def _features(params: dict, before: dict | None = None) -> dict:
             raise StripeError(400, f"The emulator does not model the portal feature {name!r}.",
                               code="parameter_unsupported", param=f"features[{name}]")
         features[name].update({key: value for key, value in given.items() if key != "products"})
+        # Answered whole, ``conditions`` always a list, since 2024-12-18.acacia
+        # (https://docs.stripe.com/changelog/acacia/2024-12-18/portal-config-schedule-at-period-end-required).
+        if "schedule_at_period_end" in given:
+            features[name]["schedule_at_period_end"] = {"conditions": [
+                {"type": condition["type"]} for condition in (given["schedule_at_period_end"] or {}).get("conditions")
+                or ()]}
         if "products" in given:
             features[name]["products"] = [
                 {"product": p["product"], "prices": list(p.get("prices") or []),
@@ -49,6 +57,19 @@ def _features(params: dict, before: dict | None = None) -> dict:
 
 # "The list of up to 10 products that support subscription updates" (the SDK's ``products``).
 PRODUCTS_MAX = 10
+
+
+def _required_when_enabled(given: dict) -> None:
+    """Creating a configuration whose ``subscription_update`` is enabled needs its ``default_allowed_updates`` and
+    ``products``: since 2024-09-30.acacia they are optional only with ``enabled=false`` ("You won't encounter a
+    missing parameter error when you set subscription_update.enabled to false",
+    https://docs.stripe.com/changelog/acacia/2024-09-30/billing-portal-updates-optional), so enabled without them is
+    Stripe's missing parameter error."""
+    update = given.get("subscription_update") or {}
+    for name in ("default_allowed_updates", "products"):
+        if update.get("enabled") and name not in update:
+            raise StripeError(400, f"Missing required param: features[subscription_update][{name}].",
+                              code="parameter_missing", param=f"features[subscription_update][{name}]")
 
 
 def _check(store: Store, features: dict) -> dict:
@@ -85,6 +106,7 @@ def create_configuration(store: Store, params: dict, config_id: str | None = Non
     now = store.now()
     features = _features(params.get("features") or {})
     if config_id != DEFAULT_ID:  # the account's default offers every price, as a new account's does
+        _required_when_enabled(params.get("features") or {})
         _check(store, features)
     config = {
         "id": config_id or new_id("bpc_"), "object": "billing_portal.configuration", "active": True,

@@ -29,10 +29,12 @@ def _item_prices(store: Store, entries: list) -> list[tuple[dict, int]]:
 
 
 def item_quantity(p: dict, entry: dict, i: int) -> int | None:
-    """An item's quantity: 1 by default; none for a metered price, which refuses one as Stripe does
-    (its usage is what the meter reports, https://docs.stripe.com/billing/subscriptions/usage-based)."""
+    """An item's quantity: 1 by default, 0 kept (Stripe bills such an item nothing, "the subscription will act
+    like a free plan", https://github.com/stripe/stripe-go/issues/36 quoting Stripe's docs; a negative one the
+    validation refused); none for a metered price, which refuses one as Stripe does (its usage is what the meter
+    reports, https://docs.stripe.com/billing/subscriptions/usage-based)."""
     if not metered(p):
-        return int(entry.get("quantity") or 1)
+        return 1 if entry.get("quantity") in (None, "") else int(entry["quantity"])
     if entry.get("quantity") not in (None, ""):
         raise StripeError(400, f"Quantity should not be specified where usage_type is `metered`. Remove quantity "
                           f"from `items[{i}]`.", param=f"items[{i}][quantity]")

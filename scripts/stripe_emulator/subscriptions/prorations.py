@@ -44,10 +44,8 @@ def planned_changes(store: Store, sub: dict, entries: list) -> list[tuple[dict, 
         if "quantity" not in item:
             raise StripeError(400, "The emulator changes a metered item by deleting it and adding the new price.",
                               param=f"items[{i}][id]")
+        # 0 is a quantity Stripe accepts (``models.item_quantity``); a negative one the validation refused.
         quantity = int(entry["quantity"]) if entry.get("quantity") not in (None, "") else item["quantity"]
-        if quantity < 1:
-            raise StripeError(400, "Invalid integer: quantity must be at least 1.",
-                              param=f"items[{i}][quantity]")
         if price["id"] != item["price"]["id"] or quantity != item["quantity"]:
             planned.append((item, price, quantity))
     return planned

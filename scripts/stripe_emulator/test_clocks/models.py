@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..billing import periods
+from ..checkout import models as checkout
 from ..core.store import Store, StripeError, new_id
 from ..subscriptions import renewals
 from ..subscriptions.models import cancel_now
@@ -35,9 +36,12 @@ def _run_due(store: Store, moves: Callable[[dict], bool]) -> list[str]:
 
 
 def advance(store: Store, seconds: float) -> list[str]:
-    """Move the emulator's clock forward: every subscription not on a test clock that falls due."""
+    """Move the emulator's clock forward: every subscription not on a test clock that falls due, then every
+    Checkout Session not on one that expires."""
     store.clock_offset += seconds
-    return _run_due(store, lambda sub: store.clock_of(sub["customer"]) is None)
+    processed = _run_due(store, lambda sub: store.clock_of(sub["customer"]) is None)
+    checkout.expire_due(store, None)
+    return processed
 
 
 def create(store: Store, params: dict) -> dict:
@@ -91,6 +95,7 @@ def advance_clock(store: Store, clock: dict, frozen_time: int) -> dict:
         answer = dict(clock, frozen_time=frozen_time)
         clock["frozen_time"] = frozen_time
         _run_due(store, lambda sub: store.clock_of(sub["customer"]) == clock["id"])
+        checkout.expire_due(store, clock["id"])
         clock["status"] = "ready"
         store.emit("test_helpers.test_clock.ready", clock)
     return answer

@@ -1,6 +1,6 @@
-"""Seats that drifted from members (CONTRACT "Organisations", "Drift"; "Changes to the fifth round"):
-``flask reconcile`` sets each organisation's quantity at Stripe back to its ``seat_count`` (members plus
-seats held for invitations whose charge waits for payment).
+"""An organisation's seats (CONTRACT "Organisations"; "Changes to the fifth round"): how many its subscription
+must have (``seat_count``: members plus seats held for invitations whose charge waits for payment), and seats
+that drifted from that count, which ``flask reconcile`` sets back at Stripe ("Drift").
 
 Drift is a quantity changed where the service does not decide it (the billing portal, the Dashboard),
 or a seat change whose local half was lost. The fix is ``proration_behavior=none``: drift is nobody's
@@ -9,10 +9,26 @@ lock, in a transaction of its own; a dry run writes nothing, here or at Stripe.
 """
 from dataclasses import dataclass
 
+from sqlalchemy import func, select
+
 from app.billing import plans, state
 from app.billing.statuses import LIVE_STATUSES
 from app.extensions import db
+from app.models import Subscription
 from app.models.seat import held_on
+
+
+def seat_count(billable):
+    """The quantity the billable's subscription must have (an int), or ``None`` when the client chooses (a
+    user's own): an organisation's members plus the seats held for invitees while their charge waits for
+    payment (seats follow members, ``app.organizations.seats``)."""
+    if not billable.seated:
+        return None
+    # Held on a subscription still live: one cancelled meanwhile took its pending update with it.
+    live = select(Subscription.provider_id).where(Subscription.organization_id == billable.id,
+                                                  Subscription.provider_status.in_(LIVE_STATUSES))
+    return billable.member_count() + db.session.scalar(
+        select(func.count()).select_from(held_on(billable.id, live).subquery()))
 
 
 @dataclass(frozen=True)
@@ -29,14 +45,14 @@ class SeatDrift:
 
 
 def set_seats(provider, organization, dry_run=False):
-    """Set the quantity of the organisation's live subscription at Stripe to ``organization.seat_count()``,
+    """Set the quantity of the organisation's live subscription at Stripe to its ``seat_count``,
     without proration; return the ``SeatDrift`` (set, or in a dry run only found), else ``None``.
 
     Runs after ``sync`` under the organisation's lock (``reconcile``), so the stored items are Stripe's.
     The caller commits. Raises ``ProviderUnavailable`` and ``ProviderRejected``.
     """
     subscription = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
-    members = organization.seat_count()
+    members = seat_count(organization)
     # The seats are the licensed item's: a plan's metered items (no quantity) are not seats.
     licensed = subscription.licensed_items if subscription is not None else []
     if len(licensed) != 1 or licensed[0].quantity == members or _seat_change_waits(organization, subscription):

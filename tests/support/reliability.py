@@ -1,4 +1,5 @@
-"""Shared by the reliability tests and their conftest (imported once, as ``tests.reliability.support``)."""
+"""Shared by the reliability tests and their conftest: a real gunicorn, signed deliveries with retries,
+subscription lifecycles driven at the emulator, and the session's ``TALLY``."""
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ import requests
 from tests.signing import sign
 
 WORKERS = 4
+
 
 # Session-wide counts, written to bench-results/reliability.json; each key is explained in
 # scripts/reliability_report.py.

@@ -1,0 +1,35 @@
+"""Entitlement features of the plans, a service key and the check/consume calls of the entitlements API."""
+
+
+FEATURES = {
+    "free": {"sso": False, "ai.tokens": {"limit": 100}, "projects": {"limit": 1, "reset": "never"}},
+    "basic": {"sso": False, "ai.tokens": {"limit": 1000}, "projects": {"limit": 5, "reset": "never"}},
+    "pro": {"sso": True, "exports": True, "ai.tokens": {"limit": 5000}, "projects": {"limit": None, "reset": "never"},
+            "seats.ai": {"limit": 3}},
+}
+
+
+def service_key(runner, *abilities):
+    args = ["create-service-key", "backend"] + [part for ability in abilities for part in ("--ability", ability)]
+    result = runner.invoke(args=args)
+    assert result.exit_code == 0, result.output
+    return {"Authorization": f"Bearer {result.output.strip().splitlines()[-1]}"}
+
+
+def check(client, key, user_id, feature="ai.tokens", expect=200, **body):
+    answer = client.post("/entitlements/check", json={"customer": {"user": user_id}, "feature": feature, **body},
+                         headers=key)
+    assert answer.status_code == expect, answer.json
+    return answer.json
+
+
+def consume(client, key, user_id, required, identifier, feature="ai.tokens", **extra):
+    return check(client, key, user_id, feature, required=required, consume=True, identifier=identifier, **extra)
+
+
+def attach(flow, lookup_key, product=None):
+    """Attach a new Stripe feature to ``product`` (default: the product of the flow's prices)."""
+    product = product or flow.stripe.v1.prices.retrieve(flow.prices["basic"]).product
+    feature = flow.stripe.v1.entitlements.features.create(params={"lookup_key": lookup_key, "name": lookup_key})
+    flow.stripe.v1.products.features.create(product, params={"entitlement_feature": feature.id})
+    return feature

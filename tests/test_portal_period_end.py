@@ -1,0 +1,91 @@
+"""The billing portal's plan changes at the period's end (issue 45; CONTRACT "Plan changes at the period's end" and
+"Changes to the fourth round"), through HTTP, the emulator's portal page and real webhooks.
+
+With ``PROVIDER_PORTAL_PLAN_CHANGES=true`` the configuration the service gives Stripe schedules a cheaper item or a
+shorter interval for the period's end (``schedule_at_period_end``). What the portal then makes is Stripe's schedule,
+not the service's: shown as ``scheduled_change``, never withdrawn by the service (``409 schedule_not_ours``). What the
+tests expect of the page is read from that configuration, as Stripe's portal reads it, not from the page's wording.
+"""
+import pytest
+import requests
+
+from tests.support.billing import (  # noqa: F401 (prices: the five plans)
+    invoices,
+    live_schedule,
+    portal_plan_changes,
+    post,
+    prices,
+    start_flow,
+    state,
+    subscribe,
+    to_period_end,
+)
+
+
+@pytest.fixture
+def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
+    return start_flow(live, emulator, stripe_client, prices)
+
+
+def portal(flow):
+    """A portal session's url and the ``subscription_update`` of the configuration the service gave Stripe for it."""
+    url = post(flow, "/subscription/portal").json["url"]
+    session = flow.emulator.store.portal_sessions[url.rstrip("/").rsplit("/", 1)[1]]
+    configuration = flow.stripe.v1.billing_portal.configurations.retrieve(session["configuration"])
+    return url, configuration.features.subscription_update
+
+
+def pick(url, subscription_id, price):
+    """The customer picks ``price`` on the portal page (its form, posted as the browser does)."""
+    response = requests.post(f"{url}/subscriptions/{subscription_id}/swap", data={"price": price}, timeout=10)
+    assert response.status_code == 200, response.text
+
+
+def test_a_portal_downgrade_waits_for_the_period_end_and_the_service_shows_it_but_never_withdraws_it(flow, configure):
+    configure(PROVIDER_PORTAL_PLAN_CHANGES=True)
+    subscription_id = subscribe(flow, "pro")
+    url, update = portal(flow)
+    assert {c.type for c in update.schedule_at_period_end.conditions} == {"decreasing_item_amount",
+                                                                          "shortening_interval"}
+    assert flow.prices["basic"] in [price for listed in portal_plan_changes(flow, url).values() for price in listed]
+    paid = len(invoices(flow, subscription_id))
+    pick(url, subscription_id, flow.prices["basic"])
+
+    schedule = live_schedule(flow, subscription_id)
+    assert "managed_by" not in schedule.metadata.to_dict(), "the portal's schedule, not the service's"
+    assert "subscription_schedule.created" in flow.deliver()
+    shown = state(flow)
+    end = shown["subscription"]["current_period_end"]
+    assert (shown["plan"], shown["subscription"]["price"]) == ("pro", flow.prices["pro"])
+    assert shown["subscription"]["scheduled_change"] == {"price": flow.prices["basic"], "plan": "basic",
+                                                         "quantity": 1, "at": end}
+    assert "plan_change_scheduled" in flow.notifications()
+
+    withdrawn = flow.client.delete("/subscription/scheduled-change", headers=flow.headers)
+    assert (withdrawn.status_code, withdrawn.json["error"]["code"]) == (409, "schedule_not_ours")
+    now = post(flow, "/subscription/swap", {"price": flow.prices["team"]}, expect=409).json["error"]
+    assert now["code"] == "change_scheduled"
+    assert flow.stripe.v1.subscription_schedules.retrieve(schedule.id).status == "active"
+    assert len(invoices(flow, subscription_id)) == paid, "nothing charged before the period's end"
+
+    to_period_end(flow, subscription_id)
+    shown = state(flow)
+    assert (shown["plan"], shown["subscription"]["price"], shown["subscription"]["scheduled_change"]) == (
+        "basic", flow.prices["basic"], None)
+    renewal = invoices(flow, subscription_id)[0]
+    assert (renewal.billing_reason, renewal.amount_due) == ("subscription_cycle", 900)
+    assert flow.notifications()[0] == "plan_changed"
+
+
+def test_a_portal_upgrade_still_applies_at_once_and_schedules_nothing(flow, configure):
+    configure(PROVIDER_PORTAL_PLAN_CHANGES=True)
+    subscription_id = subscribe(flow, "basic")
+    url, update = portal(flow)
+    assert update.schedule_at_period_end.conditions, "the service's configuration schedules downgrades"
+    pick(url, subscription_id, flow.prices["pro"])
+    live = flow.stripe.v1.subscriptions.retrieve(subscription_id, params={"expand": ["latest_invoice"]})
+    assert (live["items"].data[0].price.id, live.schedule) == (flow.prices["pro"], None)
+    assert live.latest_invoice.billing_reason == "subscription_update" and live.latest_invoice.amount_paid > 0
+    flow.deliver()
+    shown = state(flow)
+    assert (shown["plan"], shown["subscription"]["scheduled_change"]) == ("pro", None)
