@@ -25,8 +25,9 @@ ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
 # type and the format of its value (422 invalid_tax_id). An organisation's billing endpoints are the
 # user's again, with the same exceptions; an organisations cursor must name one of the caller's (422),
 # and an invitation token must be one the service signed (400 invalid_token). A generated query of
-# many repeated values for an organisation's usage goes past the URI length the service takes (414,
-# which schemathesis does not count as a refusal).
+# many repeated values for an organisation's usage, or of repeated promotion codes for a swap
+# preview, goes past the URI length the service takes (414, which schemathesis does not count as a
+# refusal).
 KEYED = {"/subscription/portal", "/subscription/swap", "/subscription/cancel", "/subscription/resume",
          "/subscription/quantity", "/subscription/payment-method", "/subscription/checkout",
          "/subscription/scheduled-change"}
@@ -39,7 +40,8 @@ NOT_EXPRESSIBLE = {
                                 | ACCEPTED_WHEN_VALID | {ORGANIZATION + path for path in ACCEPTED_WHEN_VALID},
     "negative_data_rejection": {"/notifications", "/auth/tokens", "/subscription/invoices", "/organizations",
                                 ORGANIZATION + "/members", ORGANIZATION + "/subscription/invoices",
-                                "/usage", ORGANIZATION + "/usage"},
+                                "/usage", ORGANIZATION + "/usage",
+                                "/subscription/swap/preview", ORGANIZATION + "/subscription/swap/preview"},
 }
 
 # A few examples per operation, the same ones every run; more in the deep run.
