@@ -11,19 +11,13 @@ from app.extensions import db
 from app.models import Organization, UsageEvent, User
 from tests.support.accounts import bearer, login, register
 from tests.support.organizations import make_team
-from tests.support.usage import event
+from tests.support.usage import add_customer_user, event, make_key
 
 
 @pytest.fixture
 def meter(stripe_client):
     return stripe_client.v1.billing.meters.create(params={
         "display_name": "Tokens", "event_name": "tokens", "default_aggregation": {"formula": "sum"}})
-
-
-def make_key(runner, name="backend", *extra):
-    result = runner.invoke(args=["create-service-key", name, *extra])
-    assert result.exit_code == 0, result.output
-    return result.output.strip().splitlines()[-1]
 
 
 @pytest.fixture
@@ -192,11 +186,7 @@ def test_readiness_and_metrics_show_the_backlog(make_app, meter, stripe_client):
     client, runner = app.test_client(), app.test_cli_runner()
     key = {"Authorization": f"Bearer {make_key(runner)}"}
     customer = stripe_client.v1.customers.create(params={"email": "m@example.com"}).id
-    with app.app_context():
-        user = User(email="m@example.com", password_hash="x", provider_id=customer)
-        db.session.add(user)
-        db.session.commit()
-        user_id = user.id
+    user_id = add_customer_user(app, customer, "m@example.com")
     assert client.get("/health/ready").status_code == 200
     client.post("/usage/events", json={"events": [event(user_id, "m1", 2)]}, headers=key)
     with time_machine.travel(time.time() + 1.5):
@@ -223,11 +213,7 @@ def test_the_renewal_invoice_on_a_test_clock_bills_exactly_the_usage_reported(ap
     customer = stripe_client.v1.customers.create(params={
         "email": "metered@example.com", "test_clock": clock.id, "payment_method": "pm_card_visa",
         "invoice_settings": {"default_payment_method": "pm_card_visa"}}).id
-    with app.app_context():
-        user = User(email="metered@example.com", password_hash="x", provider_id=customer)
-        db.session.add(user)
-        db.session.commit()
-        user_id = user.id
+    user_id = add_customer_user(app, customer, "metered@example.com")
     sub = stripe_client.v1.subscriptions.create(params={"billing_mode": {"type": "classic"},
                                                         "customer": customer, "items": [
         {"price": licensed.id}, {"price": metered.id}]})

@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.models import UsageEvent, User
+from app.models import UsageEvent
 from app.models.usage import DELIVERED
 from app.usage.delivery import LEASE, MAX_RETRY_DELAY
 from tests.support.config import BASE_CONFIG
 from tests.support.processes import FLASK, ROOT
-from tests.support.usage import event
+from tests.support.usage import add_customer_user, event, make_key
 
 # Two ``--once`` runs must both be done well within the longest back-off (what the second used to wait on
 # the first's lease), let alone the lease itself.
@@ -30,14 +30,8 @@ def backend(app, stripe_client):
     stripe_client.v1.billing.meters.create(params={
         "display_name": "Tokens", "event_name": "tokens", "default_aggregation": {"formula": "sum"}})
     customer = stripe_client.v1.customers.create(params={"email": "usage@example.com"}).id
-    with app.app_context():
-        user = User(email="usage@example.com", password_hash="x", provider_id=customer)
-        db.session.add(user)
-        db.session.commit()
-        user_id = user.id
-    created = app.test_cli_runner().invoke(args=["create-service-key", "backend"])
-    assert created.exit_code == 0, created.output
-    return user_id, {"Authorization": f"Bearer {created.output.strip().splitlines()[-1]}"}
+    user_id = add_customer_user(app, customer, "usage@example.com")
+    return user_id, {"Authorization": f"Bearer {make_key(app.test_cli_runner())}"}
 
 
 def test_usage_events_json_is_one_array_and_empty_is_an_empty_array(client, runner, backend):

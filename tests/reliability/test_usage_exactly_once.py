@@ -25,11 +25,12 @@ import requests
 from sqlalchemy import func, select, update
 
 from app.extensions import db
-from app.models import UsageEvent, User
+from app.models import UsageEvent
 from app.models.usage import DELIVERED, PENDING
 from tests.depth import budget
 from tests.signing import WEBHOOK_SECRET
 from tests.support.processes import ROOT
+from tests.support.usage import add_customer_user, make_key
 
 
 @pytest.fixture
@@ -43,13 +44,8 @@ def setup(make_app, stripe_client, meter):
     """``(app, customer id, user id, service key header)``."""
     app = make_app()
     customer = stripe_client.v1.customers.create(params={"email": "usage@example.com"}).id
-    with app.app_context():
-        user = User(email="usage@example.com", password_hash="x", provider_id=customer)
-        db.session.add(user)
-        db.session.commit()
-        user_id = user.id
-    plain = app.test_cli_runner().invoke(args=["create-service-key", "backend"]).output.strip().splitlines()[-1]
-    return app, customer, user_id, {"Authorization": f"Bearer {plain}"}
+    user_id = add_customer_user(app, customer, "usage@example.com")
+    return app, customer, user_id, {"Authorization": f"Bearer {make_key(app.test_cli_runner())}"}
 
 
 def batch(user_id, start, count=100):

@@ -1,5 +1,5 @@
 """Entitlement features of the plans, a service key and the check/consume calls of the entitlements API."""
-
+from tests.support.usage import make_key
 
 FEATURES = {
     "free": {"sso": False, "ai.tokens": {"limit": 100}, "projects": {"limit": 1, "reset": "never"}},
@@ -10,10 +10,9 @@ FEATURES = {
 
 
 def service_key(runner, *abilities):
-    args = ["create-service-key", "backend"] + [part for ability in abilities for part in ("--ability", ability)]
-    result = runner.invoke(args=args)
-    assert result.exit_code == 0, result.output
-    return {"Authorization": f"Bearer {result.output.strip().splitlines()[-1]}"}
+    """The ``Authorization`` header of a service key holding ``abilities``."""
+    plain = make_key(runner, "backend", *[part for ability in abilities for part in ("--ability", ability)])
+    return {"Authorization": f"Bearer {plain}"}
 
 
 def check(client, key, user_id, feature="ai.tokens", expect=200, **body):

@@ -1,5 +1,25 @@
-"""Usage events and plans with a metered price on one ``tokens`` meter."""
+"""Usage events, the service keys and customers that send them, and plans with a metered price on one ``tokens``
+meter."""
 import pytest
+
+from app.extensions import db
+from app.models import User
+
+
+def make_key(runner, name="backend", *extra):
+    """A service key made by ``flask create-service-key NAME [EXTRA...]``; return its plain text."""
+    result = runner.invoke(args=["create-service-key", name, *extra])
+    assert result.exit_code == 0, result.output
+    return result.output.strip().splitlines()[-1]
+
+
+def add_customer_user(app, customer, email):
+    """Add a user whose Stripe customer is ``customer`` (made by the test at the emulator); return its id."""
+    with app.app_context():
+        user = User(email=email, password_hash="x", provider_id=customer)
+        db.session.add(user)
+        db.session.commit()
+        return user.id
 
 
 def event(user_id, identifier, value=1, **extra):
