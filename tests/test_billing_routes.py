@@ -12,10 +12,9 @@ from app.idempotency import HEADER
 
 # ``/subscription...`` and its organisation's copy ``/organizations/<organization_id>/subscription...``.
 BILLING_PATH = re.compile(r"^(/organizations/<organization_id>)?/subscription(/|$)")
-# Priced in call_costs but not bearer views of billing_route: an email link names its user itself
-# (``app.auth.recovery``), and the views of ``app.auth`` stack the same decorators by hand until that package
-# takes billing_route.
-NOT_BILLING_ROUTES = {"auth.verify_email", "auth.update_profile", "auth.delete_account"}
+# Priced in call_costs but not a bearer view of billing_route: an email link names its user itself
+# (``app.auth.recovery``).
+NOT_BILLING_ROUTES = {"auth.verify_email"}
 
 
 def routes(app):

@@ -7,7 +7,7 @@ from flask import current_app, g, request
 
 from app import jsonbody, presentation
 from app.auth import profile, recovery
-from app.auth.bearer import ability_required, auth_required, current_user_for_update, provider_calls_limited
+from app.auth.bearer import ability_required, auth_required, current_user_for_update
 from app.auth.schemas import (
     EmailChangeSchema,
     EmailTokenSchema,
@@ -19,6 +19,7 @@ from app.auth.schemas import (
     SentSchema,
 )
 from app.auth.views import blp
+from app.billing_route import billing_route
 from app.extensions import db, limiter
 from app.presentation import UserSchema
 
@@ -135,9 +136,7 @@ def change_password(body):
 
 
 @blp.route("/me", methods=["PATCH"])
-@auth_required
-@ability_required("profile:write")
-@provider_calls_limited
+@billing_route(blp, "profile:write", no_store=False)
 @blp.arguments(ProfileSchema)
 @blp.response(200, UserSchema)
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
@@ -173,9 +172,7 @@ def change_email(body):
 
 
 @blp.route("/me", methods=["DELETE"])
-@auth_required
-@ability_required("account:delete")
-@provider_calls_limited
+@billing_route(blp, "account:delete", no_store=False)
 @limiter.limit(_password_guess_limit, key_func=_user_key)
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")
 @blp.arguments(PasswordConfirmSchema)
