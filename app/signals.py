@@ -14,10 +14,11 @@ _signals = Namespace()
 webhook_handled = _signals.signal("webhook-handled")
 
 # Sent after a consume (or a reservation's settle) took units of a quota, inside its transaction
-# (CONTRACT "Entitlements"), with ``billable``, ``feature`` (its name), ``spec`` (the plan's spec of the
-# quota: ``limit``, ``meter``, ``overage``; ``period`` and ``reset_at`` on a consume), ``amount`` and
-# ``identifier`` (the consume's, or the reservation's with ``reservation=True``) and ``balance_id`` (the
-# ledger row it took from): where metering (``app.entitlements.metering``) and alerts (``.alerts``) hook in.
+# (CONTRACT "Entitlements"), with ``billable`` (the ``BillableSnapshot`` the check path read; ``load()`` gives
+# the row), ``feature`` (its name), ``spec`` (the plan's spec of the quota: ``limit``, ``meter``, ``overage``;
+# ``period`` and ``reset_at`` on a consume), ``amount`` and ``identifier`` (the consume's, or the reservation's
+# with ``reservation=True``), ``balance_id`` (the ledger row it took from) and ``used`` (that row's units used
+# after the take): where metering (``app.entitlements.metering``) and alerts (``.alerts``) hook in.
 quota_consumed = _signals.signal("quota-consumed")
 
 # The deletion of an account or an organisation (CONTRACT "Accounts", "Organisations"), told to the parts it

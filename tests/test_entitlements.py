@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from app import create_app
 from app.config import ConfigError
@@ -121,6 +121,28 @@ def test_a_consume_takes_all_or_nothing_once_per_identifier(app, client, key, ad
     with app.app_context():
         consumed = db.session.scalar(select(func.sum(EntitlementConsume.consumed)))
         assert consumed == db.session.scalar(select(EntitlementBalance.used)) == 100
+
+
+def test_a_consume_is_four_statements_and_a_repeat_keeps_nothing_of_its_take(app, client, key, ada):
+    """The hot path ``make bench`` measures: the key, the billable with all that decides its features (one
+    statement), the take, the claim with the answer. A repeat's take is rolled back: the ledger is unchanged."""
+    user_id, _ = ada
+    consume(client, key, user_id, 1, "warm")  # the key's last_used_at is written at most once a minute
+    with app.app_context():
+        engine = db.engine
+    statements = []
+
+    def count(conn, cursor, statement, *args):
+        statements.append(" ".join(statement.split()[:3]))
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        consume(client, key, user_id, 2, "counted")
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert [text.split()[0] for text in statements] == ["SELECT", "SELECT", "INSERT", "INSERT"], statements
+    assert consume(client, key, user_id, 2, "counted")["used"] == 3, "the first answer"
+    assert check(client, key, user_id)["used"] == 3, "the repeat's take was rolled back"
 
 
 def test_booleans_unknown_features_and_features_of_other_plans(client, key, ada):

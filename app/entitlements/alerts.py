@@ -22,19 +22,20 @@ def crossed(before, after, limit, thresholds):
 
 
 @quota_consumed.connect
-def alert_thresholds(sender, billable, feature, spec, amount, balance_id=None, **extra):
-    """Notify the thresholds of the quota's limit (its plan's, or an override's) this take crossed."""
-    if not spec or spec.get("type") != "quota" or balance_id is None:
+def alert_thresholds(sender, billable, feature, spec, amount, balance_id=None, used=None, **extra):
+    """Notify the thresholds of the quota's limit (its plan's, or an override's) this take crossed: ``used`` is the
+    balance's after it (what the take's own statement returned), so a take that crosses none reads nothing."""
+    if not spec or spec.get("type") != "quota" or balance_id is None or used is None:
         return
-    balance = db.session.get(EntitlementBalance, balance_id, populate_existing=True)
-    if balance is None:
+    crossings = crossed(used - amount, used, spec.get("limit"), current_app.config["ENTITLEMENT_ALERT_THRESHOLDS"])
+    if not crossings:
         return
-    for percent in crossed(balance.used - amount, balance.used, spec.get("limit"),
-                           current_app.config["ENTITLEMENT_ALERT_THRESHOLDS"]):
+    balance, owner = db.session.get(EntitlementBalance, balance_id), billable.load()
+    for percent in crossings:
         kind = "quota_reached" if percent >= 100 else "quota_warning"
         event_id = f"quota:{feature}:{balance.period}:{percent}"
-        if not notified(billable, kind, "alert", event_id):
-            notify(billable, event_id, kind, {"feature": feature, "threshold": percent, "limit": spec["limit"],
-                                              "used": balance.used, "period": balance.period,
-                                              "reset_at": int(balance.reset_at.timestamp()) if balance.reset_at
-                                              else None, "alert": event_id})
+        if not notified(owner, kind, "alert", event_id):
+            notify(owner, event_id, kind, {"feature": feature, "threshold": percent, "limit": spec["limit"],
+                                           "used": used, "period": balance.period,
+                                           "reset_at": int(balance.reset_at.timestamp()) if balance.reset_at
+                                           else None, "alert": event_id})

@@ -7,11 +7,12 @@ period included; ``FREE_PLAN`` without one), read from the database: no Stripe c
 from dataclasses import dataclass
 
 from flask import current_app
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
 from app.billing.plans import entitled_plan, entitled_subscription
 from app.entitlements.errors import UnknownFeature
 from app.entitlements.plan_features import FEATURE_NAME
+from app.entitlements.reads import BillableSnapshot, active_override_condition
 from app.extensions import db
 from app.models.entitlement import EntitlementOverride
 from app.models.stripe_entitlement import StripeEntitlementSummary
@@ -57,8 +58,8 @@ def active_lookup_keys(billable):
 def active_overrides(billable, now):
     """``{feature: EntitlementOverride}``: the newest unrevoked, unexpired override of each feature."""
     rows = db.session.scalars(select(EntitlementOverride).where(
-        EntitlementOverride.billable == billable.billable_key, EntitlementOverride.revoked_at.is_(None),
-        or_(EntitlementOverride.until.is_(None), EntitlementOverride.until > now)).order_by(EntitlementOverride.id))
+        EntitlementOverride.billable == billable.billable_key, active_override_condition(now))
+        .order_by(EntitlementOverride.id))
     return {row.feature: row for row in rows}
 
 
@@ -77,15 +78,19 @@ def _resolve(name, spec, granted, override, stripe_on):
 
 
 def entitled(billable, now):
-    """Return the ``Entitled`` of ``billable`` (a ``User`` or ``Organization``) at ``now``."""
+    """Return the ``Entitled`` of ``billable`` (a ``User`` or ``Organization``, or the check path's
+    ``BillableSnapshot``, which carries its Stripe features and whether to read overrides) at ``now``."""
+    if isinstance(billable, BillableSnapshot):
+        stripe_on = set(billable.lookup_keys)
+        overrides = active_overrides(billable, now) if billable.overridden else {}
+    else:
+        stripe_on, overrides = active_lookup_keys(billable), active_overrides(billable, now)
     plan = entitled_plan(billable, now)
     granted = current_app.config["PLAN_FEATURES"].get(plan, {})
     known = catalog()
-    stripe_on = active_lookup_keys(billable)
     # A Stripe feature no plan names is a boolean of its own (CONTRACT: "of the same lookup_key").
     known.update({key: {"type": "boolean", "enabled": False} for key in stripe_on
                   if key not in known and FEATURE_NAME.fullmatch(key)})
-    overrides = active_overrides(billable, now)
     features = {name: _resolve(name, spec, granted.get(name), overrides.get(name), stripe_on)
                 for name, spec in known.items()}
     confirmed = [s.provider_updated_at for s in billable.subscriptions if s.provider_updated_at is not None]

@@ -2,18 +2,20 @@
 shown are ``summary``'s).
 
 Everything is read from and written to the database in the caller's transaction (the view commits);
-no Stripe call. A consume is exactly once by its ``identifier``: its row is inserted first (``INSERT
-... ON CONFLICT (identifier) DO NOTHING``; on PostgreSQL a concurrent insert of the same identifier
-waits for the first transaction), and a repeat returns the first answer stored with it. After units
-are taken, ``signals.quota_consumed`` is sent inside the transaction: the seam where metering,
-alerts and metrics hook in.
+no Stripe call. A consume is exactly once by its ``identifier``: its row, with the answer, is inserted
+after the take (``INSERT ... ON CONFLICT (identifier) DO NOTHING``; on PostgreSQL a concurrent insert
+of the same identifier waits for the first transaction); when the identifier was there, ``check``
+rolls the transaction back, the take with it (the one place a function here ends a transaction), and
+returns the first answer stored. After units are taken, ``signals.quota_consumed`` is sent inside the
+transaction: the seam where metering, alerts and metrics hook in.
 """
 from flask import current_app
 
 from app.entitlements import ledger
 from app.entitlements.errors import InvalidUnits, QuotaExceeded, ReservationClosed, ReservationNotFound
 from app.entitlements.features import entitled
-from app.entitlements.summary import periodic, present, quota
+from app.entitlements.reads import billable_snapshot
+from app.entitlements.summary import periodic, present, quota, quota_of
 from app.errors import NotFound
 from app.extensions import db
 from app.idempotency import IdempotencyKeyReused
@@ -28,6 +30,16 @@ def billable_of(customer):
     """The ``User`` or ``Organization`` of ``{"user": id}`` / ``{"organization": "<id>"}``; raise ``NotFound``."""
     kind, ref = next(iter(customer.items()))
     found = db.session.get(User, ref) if kind == "user" else organization_by_id(ref)
+    if found is None:
+        raise NotFound(f"No such {kind}: {ref}.")
+    return found
+
+
+def snapshot_of(customer, now):
+    """What the service-key endpoints act for: the ``BillableSnapshot`` of ``customer`` (as ``billable_of``
+    takes it) at ``now``, read in one statement (``app.entitlements.reads``); raise ``NotFound``."""
+    kind, ref = next(iter(customer.items()))
+    found = billable_snapshot(kind, ref, now)
     if found is None:
         raise NotFound(f"No such {kind}: {ref}.")
     return found
@@ -54,31 +66,23 @@ def _check(state, owner, name, spec, required, now):
     return _answer(state, name, fits, 0, feature)
 
 
-def _claim(owner, name, required, identifier, now):
-    """Insert the consume row of ``identifier`` and return it; or ``(None, the first answer)`` for a repeat."""
-    values = {**owner, "identifier": identifier, "feature": name, "required": required, "consumed": 0,
-              "created_at": now}
-    made = ledger.insert_ignoring(EntitlementConsume, values, "identifier")
-    if made is not None:
-        return db.session.get(EntitlementConsume, made), None
+def _first_answer(owner, name, required, identifier):
+    """The answer the first consume of ``identifier`` gave; raise ``IdempotencyKeyReused`` when it was for another
+    customer, feature or amount."""
     first = db.session.query(EntitlementConsume).filter_by(identifier=identifier).one()
     if (first.billable, first.feature, first.required) != (owner["billable"], name, required):
         raise IdempotencyKeyReused("This identifier was already used with another customer, feature or amount; "
                                    "send a new identifier for a new consume.")
-    return None, first.answer
+    return first.answer
 
 
-def _take(billable, state, owner, name, spec, row, now):
-    """Take ``row.required`` units of quota ``name`` if they fit; return the answer."""
+def _take(state, owner, name, spec, required, now):
+    """Take ``required`` units of quota ``name`` if they fit; return ``(answer, spec, balance_id, used)``, ``spec``
+    with its period."""
     spec = periodic(state, spec, now)
-    row.balance_id = ledger.ensure(owner, name, spec["period"], spec["reset_at"], now)
-    taken = ledger.consume(row.balance_id, row.required, _limit_of(spec), now) is not None
-    row.consumed = row.required if taken else 0
-    answer = _answer(state, name, taken, row.consumed, quota(spec, owner, name, now))
-    if taken:
-        quota_consumed.send(current_app._get_current_object(), billable=billable, feature=name, spec=spec,
-                            amount=row.required, identifier=row.identifier, balance_id=row.balance_id)
-    return answer
+    balance_id, used, reserved, taken = ledger.take(owner, name, spec["period"], spec["reset_at"], required,
+                                                    _limit_of(spec), now)
+    return _answer(state, name, taken, required if taken else 0, quota_of(spec, used, reserved)), spec, balance_id, used
 
 
 def check(billable, name, required, consume, identifier, now):
@@ -88,19 +92,25 @@ def check(billable, name, required, consume, identifier, now):
     Raises ``UnknownFeature``, ``IdempotencyKeyReused`` (422).
 
     A boolean feature answers ``allowed`` = enabled and consumes nothing; a quota the plan lacks, ``False``.
+    A consume is two statements after the billable's read: the take, then the claim of ``identifier`` with the
+    answer. A claim that finds the identifier taken rolls the transaction back, the take with it, and answers
+    the first answer: a repeat costs a rollback, a first consume no statement more.
     """
     state, owner = entitled(billable, now), ledger.owner_of(billable)
     spec = state.spec(name)
     if not consume:
         return _check(state, owner, name, spec, required, now), False
-    row, first = _claim(owner, name, required, identifier, now)
-    if row is None:
-        return first, True
     if spec is None or spec["type"] == "boolean":
-        row.answer = _check(state, owner, name, spec, required, now)
+        answer, balance_id, used = _check(state, owner, name, spec, required, now), None, None
     else:
-        row.answer = _take(billable, state, owner, name, spec, row, now)
-    return row.answer, False
+        answer, spec, balance_id, used = _take(state, owner, name, spec, required, now)
+    if not ledger.claim(owner, name, required, identifier, answer["consumed"], balance_id, answer, now):
+        db.session.rollback()
+        return _first_answer(owner, name, required, identifier), True
+    if answer["consumed"]:
+        quota_consumed.send(current_app._get_current_object(), billable=billable, feature=name, spec=spec,
+                            amount=required, identifier=identifier, balance_id=balance_id, used=used)
+    return answer, False
 
 
 def _present_reservation(reservation):
@@ -139,8 +149,9 @@ def _reservation(reservation_id):
     return found
 
 
-def _owner_billable(row):
-    return billable_of({"user": row.user_id} if row.user_id is not None else {"organization": row.organization_id})
+def _owner_billable(row, now):
+    return snapshot_of({"user": row.user_id} if row.user_id is not None else {"organization": row.organization_id},
+                       now)
 
 
 def settle(reservation_id, amount, now):
@@ -158,10 +169,11 @@ def settle(reservation_id, amount, now):
     if not closed and (reservation.status, reservation.settled) != (SETTLED, amount):
         raise ReservationClosed.already(ledger.status_at(reservation, now))
     if closed and amount:
-        billable = _owner_billable(reservation)
+        billable = _owner_billable(reservation, now)
         quota_consumed.send(current_app._get_current_object(), billable=billable, feature=reservation.feature,
                             spec=entitled(billable, now).features.get(reservation.feature), amount=amount,
-                            identifier=reservation.identifier, reservation=True, balance_id=reservation.balance_id)
+                            identifier=reservation.identifier, reservation=True, balance_id=reservation.balance_id,
+                            used=closed.used)
     return {"id": reservation.id, "amount": reservation.amount, "settled": reservation.settled,
             "status": reservation.status}
 

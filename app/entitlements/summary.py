@@ -19,6 +19,11 @@ def quota(spec, owner, name, now):
     """The Feature JSON of a quota: ``spec`` is ``periodic``'s, the balance read now."""
     balance = ledger.find(owner, name, spec["period"])
     used, reserved = (balance.used, balance.reserved - ledger.unreturned(balance.id, now)) if balance else (0, 0)
+    return quota_of(spec, used, reserved)
+
+
+def quota_of(spec, used, reserved):
+    """The Feature JSON of a quota (``spec`` is ``periodic``'s) with ``used`` and live ``reserved`` units."""
     limit = spec["limit"]
     return {"type": "quota", "limit": limit, "used": used, "reserved": reserved,
             "remaining": None if limit is None else max(0, limit - used - reserved),

@@ -115,8 +115,9 @@ def check(body):
     """Whether ``required`` units of ``feature`` are allowed; with ``consume``, take them if all fit, exactly once by
     ``identifier`` (a repeat returns the first answer). Refused: ``200`` with ``allowed: false``, nothing taken."""
     with timed("consume") if body["consume"] else nullcontext():
-        answer, repeated = service.check(service.billable_of(body["customer"]), body["feature"], body["required"],
-                                         body["consume"], body.get("identifier"), utcnow())
+        now = utcnow()
+        answer, repeated = service.check(service.snapshot_of(body["customer"], now), body["feature"],
+                                         body["required"], body["consume"], body.get("identifier"), now)
         db.session.commit()
     metrics.entitlement_check("duplicate" if repeated else "allowed" if answer["allowed"] else "denied")
     return answer
@@ -135,8 +136,9 @@ def check(body):
 def reserve(body):
     """Hold ``amount`` units of a quota for ``ttl`` seconds (``409 quota_exceeded`` when fewer are left)."""
     with timed("reserve"):
-        answer = service.reserve(service.billable_of(body["customer"]), body["feature"], body["amount"],
-                                 body["identifier"], body["ttl"], utcnow())
+        now = utcnow()
+        answer = service.reserve(service.snapshot_of(body["customer"], now), body["feature"], body["amount"],
+                                 body["identifier"], body["ttl"], now)
         db.session.commit()
     return answer
 
