@@ -41,12 +41,12 @@ def test_every_request_schema_that_names_a_price_takes_it_as_a_sold_price(app):
     with app.app_context():
         named = {(rule.endpoint, field.__class__) for rule in app.url_map.iter_rules()
                  for schema in _request_schemas(app.view_functions[rule.endpoint])
-                 for name, field in schema().fields.items() if name == "price"}
+                 for name, field in schema.fields.items() if name == "price"}
     assert {endpoint for endpoint, _ in named} >= {"subscription.intent", "subscription.checkout",
                                                    "subscription.swap", "subscription.swap_preview"}
     assert {kind for _, kind in named} == {SoldPrice}
 
 
 def _request_schemas(view):
-    """The schemas of ``view``'s ``@blp.arguments`` (flask-smorest keeps them in its ``_apidoc``)."""
+    """The schema instances of ``view``'s ``@blp.arguments`` (flask-smorest keeps them in its ``_apidoc``)."""
     return [argument["schema"] for argument in getattr(view, "_apidoc", {}).get("arguments", {}).get("parameters", [])]
