@@ -101,5 +101,8 @@ def post_worker_init(worker):
     a pause of about 100 ms on a 2-core VM that was the p99 of ``POST /usage/events`` (issue 35). Frozen
     (``gc.freeze``, Python docs "gc"), a full collection walks only what requests allocated since.
     """
+    from app import load_for_requests
+
+    load_for_requests()  # what the app builds on first use, frozen with the rest
     gc.collect()  # garbage left from loading is collected first: once frozen, it would never be
     gc.freeze()

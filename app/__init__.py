@@ -1,14 +1,15 @@
 """Application factory: ``create_app(config=None)`` reads as the list of what the service is made of."""
 import os
+from functools import partial
 
 from flask import Flask
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import configure_mappers
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app import config as app_config
 from app.billing import billing_modes
-from app.billing.stripe_provider import StripeProvider
 from app.commands import register_commands
 from app.db_pool import server_engine_options
 from app.db_session import AUTOCOMMIT_BIND, autocommit_bind
@@ -101,13 +102,33 @@ def register_extensions(app):
 
 
 def register_provider(app):
-    app.extensions["subscription_provider"] = StripeProvider(
-        api_key=app.config["PROVIDER_API_KEY"],
-        api_base=app.config["PROVIDER_API_BASE"] or None,
-        timeout=app.config["PROVIDER_TIMEOUT"],
-        max_network_retries=app.config["PROVIDER_MAX_NETWORK_RETRIES"],
+    # Built on first use (``get_provider``): importing the Stripe SDK and requests under it is CPU that a command
+    # never calling Stripe (``flask db upgrade``, most of the suite's ``flask`` processes) need not pay.
+    app.extensions["subscription_provider_factory"] = partial(stripe_provider, app.config)
+
+
+def stripe_provider(config):
+    """Return a ``StripeProvider`` for the app's ``config``."""
+    from app.billing.stripe_provider import StripeProvider
+
+    return StripeProvider(
+        api_key=config["PROVIDER_API_KEY"],
+        api_base=config["PROVIDER_API_BASE"] or None,
+        timeout=config["PROVIDER_TIMEOUT"],
+        max_network_retries=config["PROVIDER_MAX_NETWORK_RETRIES"],
         is_classic=billing_modes.is_classic,
     )
+
+
+def load_for_requests():
+    """Load now what the first request would: the Stripe SDK (a provider built and dropped), the mappers' configuration.
+
+    For a gunicorn worker, which then freezes what it loaded out of the collector's reach (``post_worker_init``).
+    """
+    from app.billing.stripe_provider import StripeProvider
+
+    StripeProvider(api_key=None)
+    configure_mappers()
 
 
 def register_blueprints(app):

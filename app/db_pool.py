@@ -17,8 +17,6 @@ request (11% of ``GET /auth/me`` on PostgreSQL in a profile). What it guards aga
 """
 import select
 
-import psycopg
-from psycopg import pq
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine
 
@@ -37,6 +35,11 @@ def server_engine_options():
 
 def _server_closed(pgconn):
     """Whether libpq connection ``pgconn`` (psycopg's ``pq.PGconn``) was ended by the server; no round trip."""
+    # Imported here: only a psycopg connection gets here, and a service on SQLite (the suite's ``flask``
+    # processes) would otherwise import psycopg at start-up for nothing.
+    import psycopg
+    from psycopg import pq
+
     try:
         for _ in range(_MAX_READS):
             if pgconn.status != pq.ConnStatus.OK:

@@ -240,5 +240,10 @@ class SubscriptionProvider(CheckoutContract, MeterContract, BillingModeContract,
 
 
 def get_provider():
-    """Return the app's ``SubscriptionProvider`` (set up by ``create_app``)."""
-    return current_app.extensions["subscription_provider"]
+    """Return the app's ``SubscriptionProvider``, built on first use by the factory ``create_app`` registers."""
+    extensions = current_app.extensions
+    provider = extensions.get("subscription_provider")
+    if provider is None:
+        # setdefault: of two threads building at once (the usage delivery worker's), both keep the first.
+        provider = extensions.setdefault("subscription_provider", extensions["subscription_provider_factory"]())
+    return provider

@@ -1,4 +1,6 @@
 """Writing provider subscriptions into local rows. Nothing here commits: the caller owns the transaction."""
+from functools import cache
+
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import joinedload
 
@@ -22,8 +24,12 @@ def _loading(model):
             .execution_options(populate_existing=True))
 
 
-# Customer ids are Stripe's, unique across the kinds: a user's customer costs one statement, the next kind's two.
-_LOCKS = tuple((_locking(model), _loading(model)) for model in BILLABLE_KINDS)
+@cache
+def _locks():
+    # Customer ids are Stripe's, unique across the kinds: a user's customer costs one statement, the next kind's two.
+    # Built on first use, not at import: a loader option configures every mapper, which a command that
+    # never locks a customer (``flask db upgrade``) need not pay for.
+    return tuple((_locking(model), _loading(model)) for model in BILLABLE_KINDS)
 
 
 def billable_for_customer(customer_id):
@@ -48,7 +54,7 @@ def lock_customer(customer_id):
     # wait (PostgreSQL docs, "Read Committed Isolation Level"), so it would miss a subscription that a
     # concurrent delivery for the same customer just wrote. The SELECT after the UPDATE sees it.
     connection = db.session.connection()
-    for locking, loading in _LOCKS:
+    for locking, loading in _locks():
         billable_id = connection.scalar(locking, {"customer_id": customer_id, "now": utcnow()})
         if billable_id is not None:
             return db.session.execute(loading, {"billable_id": billable_id}).unique().scalar_one()

@@ -106,8 +106,8 @@ def requests_session(api_base):
     With ``trust_env`` (requests' default) every call scanned the whole environment for proxy
     variables (``merge_environment_settings``): a quarter of a Stripe call's client CPU in a profile
     of the webhook path (issue 35). The proxies that apply to Stripe's host (``HTTPS_PROXY``,
-    ``NO_PROXY``, ...) are the same for the life of the process, so they are read here, at start.
-    The SDK sends its own CA bundle and ``Authorization``, so nothing else of the environment applied.
+    ``NO_PROXY``, ...) are the same for the life of the process, so they are read here, once, when the provider
+    is built. The SDK sends its own CA bundle and ``Authorization``, so nothing else of the environment applied.
     """
     session = requests.Session()
     session.trust_env = False

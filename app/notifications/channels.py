@@ -9,7 +9,6 @@ import smtplib
 import ssl
 from datetime import UTC
 
-import requests
 from standardwebhooks import Webhook
 
 from app.notifications import messages
@@ -136,6 +135,9 @@ class WebhookChannel:
 
 class _HttpSession:
     def __init__(self, channel):
+        # Imported here, by the delivery worker alone: every other process would import requests for nothing.
+        import requests
+
         self.channel, self.http = channel, requests.Session()
 
     def __enter__(self):
