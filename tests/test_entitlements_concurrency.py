@@ -99,6 +99,36 @@ def test_concurrent_reservations_and_consumes_share_one_limit(service, prices):
         assert balance.used + balance.reserved == 100
 
 
+def test_consumes_and_releases_of_expired_holds_race_without_a_deadlock(service, prices):
+    """A consume that does not fit locks the balance, then returns expired holds; a release locks the balance before
+    its hold too (review finding: it locked the hold first, and on PostgreSQL the two deadlocked: a 503 a second
+    later). Eight expired holds of 10 and 20 used: of twelve consumes of 10, exactly eight fit."""
+    app, base_url, client, user_id, key = service
+    consume(client, key, user_id, 20, "before")
+    holds = [client.post("/entitlements/reservations", headers=key, json={
+        "customer": {"user": user_id}, "feature": "ai.tokens", "amount": 10, "identifier": f"hold-{n}",
+        "ttl": 60}).json["id"] for n in range(8)]
+    start = Barrier(20)
+
+    def race(n):
+        start.wait()
+        if n < len(holds):
+            return requests.delete(f"{base_url}/entitlements/reservations/{holds[n]}", headers=key,
+                                   timeout=60).status_code
+        answer = requests.post(f"{base_url}/entitlements/check", headers=key, timeout=60, json={
+            "customer": {"user": user_id}, "feature": "ai.tokens", "required": 10, "consume": True,
+            "identifier": f"late-{n}"})
+        return answer.json()["consumed"] if answer.status_code == 200 else answer.status_code
+
+    with time_machine.travel(datetime.now(UTC) + timedelta(seconds=61)), ThreadPoolExecutor(20) as pool:
+        outcomes = list(pool.map(race, range(20)))
+    assert outcomes[:8] == [204] * 8, outcomes
+    assert sorted(outcomes[8:]) == [0] * 4 + [10] * 8, outcomes
+    with app.app_context():
+        balance = db.session.scalars(select(EntitlementBalance)).one()
+        assert (balance.used, balance.reserved) == (100, 0)
+
+
 def ledger_sums(app):
     """Each balance's ``used`` and what its consumes and settled reservations took."""
     with app.app_context():

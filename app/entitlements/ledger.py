@@ -5,7 +5,8 @@ whose condition is ``used + reserved + :n <= :limit``: a consume's upsert (``INS
 (billable, feature, period) DO UPDATE SET used = used + :n WHERE ... RETURNING``), a reservation's
 ``UPDATE ... WHERE``. On PostgreSQL a second writer of the row waits for the first transaction and
 evaluates the condition again on the row the first committed (READ COMMITTED's re-check, which
-``ON CONFLICT DO UPDATE`` also makes); SQLite has one writer at a time. Nothing here calls Stripe or
+``ON CONFLICT DO UPDATE`` also makes); SQLite has one writer at a time. Every writer locks a balance's
+row before its reservations' rows, so two never wait for each other. Nothing here calls Stripe or
 commits: the caller (a view, the CLI) does.
 """
 import secrets
@@ -67,6 +68,7 @@ def ensure(owner, feature, period, reset_at, now):
 
 def expire(balance_id, now):
     """Mark the balance's held reservations past ``expires_at`` expired and return their units to it."""
+    _change(balance_id, now)  # the balance's row lock first, as every writer here takes it (see ``close``)
     amounts = db.session.execute(update(Reservation).where(
         Reservation.balance_id == balance_id, Reservation.status == HELD, Reservation.expires_at <= now)
         .values(status=EXPIRED, updated_at=now).returning(Reservation.amount)
@@ -180,15 +182,21 @@ def close(reservation_id, status, settled, now):
     """Close a held, unexpired reservation as ``status`` (``settled`` units consumed, the rest returned); return
     its balance's ``(used, reserved)`` after, or ``None`` when it was not held (another request closed it, or it
     expired)."""
+    # The balance is locked before the reservation, the order of every writer of both (a consume's upsert locks
+    # the balance, then returns expired reservations): the other order deadlocks against it on PostgreSQL.
+    balance_id = db.session.scalar(select(Reservation.balance_id).where(Reservation.id == reservation_id))
+    if balance_id is None:
+        return None
+    _change(balance_id, now)
     closing = update(Reservation).where(Reservation.id == reservation_id, Reservation.status == HELD)
     if status == SETTLED:
         closing = closing.where(Reservation.expires_at > now, Reservation.amount >= settled)
     row = db.session.execute(closing.values(status=status, settled=settled, updated_at=now)
-                             .returning(Reservation.balance_id, Reservation.amount)
+                             .returning(Reservation.amount)
                              .execution_options(synchronize_session=False)).first()
     if row is None:
         return None
-    return _change(row.balance_id, now, used=settled or 0, reserved=-row.amount)
+    return _change(balance_id, now, used=settled or 0, reserved=-row.amount)
 
 
 def status_at(reservation, now):

@@ -89,6 +89,10 @@ class Billable:
         """What a notification about its billing adds to ``data`` (``{}`` for a user's own)."""
         return {}
 
+    def load(self):
+        """Itself: what a receiver of ``quota_consumed`` calls to have the row, as on the check path's snapshot."""
+        return self
+
     def owner_columns(self):
         """``{"<kind>_id": id}``: the foreign key of a row this billable owns, for the row's constructor."""
         return {f"{self.kind}_id": self.id}
