@@ -29,6 +29,7 @@ from tests.depth import DEEP
 from tests.receivers import HttpReceiver, SmtpSink
 from tests.redis_server import RedisServer, require_redis_server
 from tests.support.accounts import bearer, login, register
+from tests.support.billing import start_flow
 from tests.support.config import BASE_CONFIG
 from tests.support.databases import MIGRATIONS
 
@@ -299,6 +300,13 @@ def live(make_app, stripe_client, live_config):
     server.shutdown()
     server.server_close()
     thread.join(5)
+
+
+@pytest.fixture
+def flow(live, emulator, stripe_client, prices):
+    """A registered, logged-in user on ``live`` (``tests.support.billing.Flow``), with the ``prices`` the test's
+    module sees (this file's two, or ``tests.support.billing``'s five where the module imports them)."""
+    return start_flow(live, emulator, stripe_client, prices)
 
 
 @pytest.fixture

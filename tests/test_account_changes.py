@@ -21,7 +21,7 @@ from tests.support.accounts import (
     token_in,
     work,
 )
-from tests.support.billing import settle, start_flow
+from tests.support.billing import settle
 from tests.support.notifications import mail_config
 from tests.support.organizations import Team
 
@@ -79,11 +79,6 @@ def test_an_email_change_to_an_address_registered_meanwhile_is_409(mail_app, mai
     response = post(mail_client, "/auth/email/verify", {"token": last_token(smtp_server, "ada@new.example",
                                                                              "Confirm your new email address")})
     assert response.status_code == 409 and error_code(response) == "email_taken"
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def customer_of(flow):

@@ -16,14 +16,9 @@ from sqlalchemy import select, update
 from app.extensions import db
 from app.models import Subscription, User
 from tests.support.accounts import bearer, login, register
-from tests.support.billing import DAY, start_flow
+from tests.support.billing import DAY
 from tests.support.databases import MIGRATIONS
 from tests.support.events import deliver
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def test_subscribe_pay_cancel_at_period_end_and_fall_back_to_free(flow):

@@ -9,16 +9,11 @@ import re
 import pytest
 import stripe
 
-from tests.support.billing import calls, get, post, save_card, settle, start_flow, subscribe, use_card
+from tests.support.billing import calls, get, post, save_card, settle, subscribe, use_card
 
 INVOICE_FIELDS = {"id", "number", "status", "amount_due", "amount_paid", "currency", "created", "period_start",
                   "period_end", "hosted_invoice_url", "invoice_pdf", "subtotal", "tax", "total"}
 ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def renew(flow, subscription_id):

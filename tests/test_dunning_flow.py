@@ -11,12 +11,7 @@ from sqlalchemy import update
 from app.extensions import db
 from app.models import User
 from app.notifications.kinds import NOTIFICATION_KINDS
-from tests.support.billing import DAY, start_flow
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
+from tests.support.billing import DAY
 
 
 def notes(flow):

@@ -14,7 +14,7 @@ from app.config import ConfigError
 from app.extensions import db
 from app.models import EntitlementBalance, EntitlementConsume, Subscription
 from tests.support.accounts import bearer, login, register
-from tests.support.billing import DAY, start_flow
+from tests.support.billing import DAY
 from tests.support.config import BASE_CONFIG
 from tests.support.databases import holding_lock
 from tests.support.entitlements import FEATURES, check, consume, service_key
@@ -335,11 +335,6 @@ def test_a_database_that_cannot_answer_is_a_503_never_an_allowed(make_app, app, 
 
 
 # The plan follows Stripe
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
-
 
 def test_quotas_follow_the_entitled_plan_its_periods_and_keep_what_was_used(flow, runner):
     key = service_key(flow.app.test_cli_runner(), "entitlements:check")

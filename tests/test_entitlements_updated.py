@@ -15,7 +15,7 @@ from app.extensions import db
 from app.models import Notification
 from tests.receivers import NOTIFY_SECRET
 from tests.support.accounts import register
-from tests.support.billing import DAY, start_flow, subscribe
+from tests.support.billing import DAY, subscribe
 from tests.support.entitlements import FEATURES, attach
 from tests.support.notifications import hook_config, work
 from tests.support.organizations import make_team
@@ -36,11 +36,6 @@ def sent(app, receiver):
 @pytest.fixture
 def live_config(http_receiver):
     return {"PLAN_FEATURES": FEATURES, **hook_config(http_receiver)}
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def shown(flow):

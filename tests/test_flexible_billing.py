@@ -6,21 +6,15 @@ paid 0 and got 42,630 in credit, an organisation 18,946), because every subscrip
 credits come from what was debited (https://docs.stripe.com/billing/subscriptions/billing-mode/compare); a
 ``classic`` one is migrated before its next change and by ``flask migrate-billing-mode``.
 """
-import pytest
 from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Subscription
-from tests.support.billing import post, start_flow
+from tests.support.billing import post
 from tests.support.organizations import Team
 from tests.support.selling import checkout, complete, promotion
 
 DAY = 86400
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def free_once(flow, code="FREE"):

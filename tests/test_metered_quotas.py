@@ -7,7 +7,7 @@ Through HTTP, the CLI runner (the delivery worker), the real stripe SDK and the 
 import pytest
 
 from app.entitlements.metering import meter_identifier
-from tests.support.billing import DAY, start_flow, subscribe
+from tests.support.billing import DAY, subscribe
 from tests.support.usage import event, metered_plans, prices  # noqa: F401  (the plans' prices)
 
 FEATURES = {"free": {"ai.tokens": {"limit": 0}},
@@ -19,11 +19,6 @@ FEATURES = {"free": {"ai.tokens": {"limit": 0}},
 def live_config(stripe_client, prices):  # noqa: F811
     """A ``tokens`` meter priced per plan (``basic`` 2, ``pro`` 1 a token), the quotas on it."""
     return {**metered_plans(stripe_client, prices), "PLAN_FEATURES": FEATURES}
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):  # noqa: F811
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def service_key(flow, ability):

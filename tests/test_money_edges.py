@@ -19,17 +19,11 @@ from tests.support.billing import (
     portal_plan_changes,
     post,
     settle,
-    start_flow,
     stripe_requests,
     subscribe,
 )
 from tests.support.organizations import Team
 from tests.support.selling import URLS, checkout, promotion
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def intent(flow, plan="basic", code=None, expect=201):

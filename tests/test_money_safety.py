@@ -28,16 +28,10 @@ from tests.support.billing import (
     Flow,
     post,
     prices,  # noqa: F401 (a fixture: the five monthly prices, basic 9.00 to max 99.00 USD)
-    start_flow,
     subscribe,
     updates,
 )
 from tests.support.selling import checkout, complete, promotion
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def paid_and_credit(flow, customer):

@@ -7,14 +7,9 @@ tests/test_organization_attacks.py.
 """
 import pytest
 
-from tests.support.billing import another_user, code_refused, settle, start_flow
+from tests.support.billing import another_user, code_refused, settle
 from tests.support.organizations import Team
 from tests.support.selling import URLS, complete, promotion
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 @pytest.fixture

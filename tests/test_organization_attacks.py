@@ -13,7 +13,7 @@ import requests
 
 from app.billing.call_costs import PROVIDER_CALL_COSTS
 from tests.support.accounts import PASSWORD
-from tests.support.billing import portal_plan_changes, start_flow
+from tests.support.billing import portal_plan_changes
 from tests.support.organizations import Team
 from tests.support.selling import URLS, complete
 
@@ -38,11 +38,6 @@ def live_config(request, stripe_client, prices):
         for plan in ("basic", "pro")}
     prices.update({f"{plan}_usage": price for plan, price in metered.items()})
     return {"PROVIDER_PLANS": {price: plan for plan, price in metered.items()}}
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 @pytest.fixture

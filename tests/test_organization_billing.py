@@ -10,13 +10,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import Organization
 from tests.support.accounts import PASSWORD
-from tests.support.billing import start_flow
 from tests.support.organizations import SEAT, Team
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ change's answer, webhooks, sync), whatever order and however often the webhooks 
 import json
 import random
 
-import pytest
-
 from app.extensions import db
 from app.models import Notification, Organization, Subscription, WebhookEvent
 from app.subscription import schedules
@@ -19,6 +17,7 @@ from tests.support.billing import (  # noqa: F401 (prices: the five plans)
     live_schedule,
     post,
     prices,
+    renews_on_basic,
     start_flow,
     state,
     subscribe,
@@ -26,11 +25,6 @@ from tests.support.billing import (  # noqa: F401 (prices: the five plans)
 )
 from tests.support.events import deliver
 from tests.support.organizations import Team
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def swap_later(flow, plan, expect=200, path="/subscription/swap"):
@@ -68,13 +62,7 @@ def test_a_period_end_downgrade_charges_nothing_now_and_the_renewal_bills_the_ne
     assert len(invoices(flow, subscription_id)) == paid, "nothing is charged before the period's end"
     assert state(flow)["plan"] == "pro"
 
-    to_period_end(flow, subscription_id)
-    shown = state(flow)
-    assert (shown["plan"], shown["subscription"]["price"], shown["subscription"]["scheduled_change"]) == (
-        "basic", flow.prices["basic"], None)
-    renewal = invoices(flow, subscription_id)[0]
-    assert (renewal.billing_reason, renewal.amount_due) == ("subscription_cycle", 900)
-    assert flow.notifications()[0] == "plan_changed"
+    renews_on_basic(flow, subscription_id)
 
 
 def test_the_next_phase_carries_the_discount_and_the_preview_shows_it(flow):

@@ -6,7 +6,6 @@ shorter interval for the period's end (``schedule_at_period_end``). What the por
 not the service's: shown as ``scheduled_change``, never withdrawn by the service (``409 schedule_not_ours``). What the
 tests expect of the page is read from that configuration, as Stripe's portal reads it, not from the page's wording.
 """
-import pytest
 import requests
 
 from tests.support.billing import (  # noqa: F401 (prices: the five plans)
@@ -15,16 +14,12 @@ from tests.support.billing import (  # noqa: F401 (prices: the five plans)
     portal_plan_changes,
     post,
     prices,
+    renews_on_basic,
     start_flow,
     state,
     subscribe,
     to_period_end,
 )
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def portal(flow):
@@ -68,13 +63,7 @@ def test_a_portal_downgrade_waits_for_the_period_end_and_the_service_shows_it_bu
     assert flow.stripe.v1.subscription_schedules.retrieve(schedule.id).status == "active"
     assert len(invoices(flow, subscription_id)) == paid, "nothing charged before the period's end"
 
-    to_period_end(flow, subscription_id)
-    shown = state(flow)
-    assert (shown["plan"], shown["subscription"]["price"], shown["subscription"]["scheduled_change"]) == (
-        "basic", flow.prices["basic"], None)
-    renewal = invoices(flow, subscription_id)[0]
-    assert (renewal.billing_reason, renewal.amount_due) == ("subscription_cycle", 900)
-    assert flow.notifications()[0] == "plan_changed"
+    renews_on_basic(flow, subscription_id)
 
 
 def test_a_portal_upgrade_still_applies_at_once_and_schedules_nothing(flow, configure):

@@ -10,7 +10,7 @@ from app import create_app
 from app.billing.call_costs import MOST_PROVIDER_CALLS, PROVIDER_CALL_COSTS
 from app.config_values import ConfigError
 from tests.support.accounts import bearer, login, register
-from tests.support.billing import post, start_flow, subscribe
+from tests.support.billing import post, subscribe
 from tests.support.config import BASE_CONFIG
 
 LIMIT = 40  # above the dearest request (MOST_PROVIDER_CALLS), which start-up requires
@@ -19,11 +19,6 @@ LIMIT = 40  # above the dearest request (MOST_PROVIDER_CALLS), which start-up re
 @pytest.fixture
 def live_config():
     return {"PROVIDER_CALLS_RATE_LIMIT": f"{LIMIT} per minute"}
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def stripe_calls(flow):

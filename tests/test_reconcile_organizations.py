@@ -15,7 +15,6 @@ from app.extensions import db
 from app.models import Organization, User
 from app.timeutil import utcnow
 from tests.support.accounts import PASSWORD, error_code, last_token, post, work
-from tests.support.billing import start_flow
 from tests.support.notifications import mail_config
 from tests.support.organizations import Team
 
@@ -25,11 +24,6 @@ NO_USERS = "users: checked 0, drifted 0, fixed 0, failed 0"
 @pytest.fixture
 def live_config(smtp_server):
     return mail_config(smtp_server)
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 @pytest.fixture

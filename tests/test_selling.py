@@ -16,18 +16,12 @@ from app.extensions import db
 from app.models import Notification, User
 from tests.support.billing import (
     prices,  # noqa: F401 (a fixture: the five monthly prices, basic 9.00 to max 99.00 USD)
-    start_flow,
     subscribe,
     use_card,
 )
 from tests.support.events import deliver, load_event
 from tests.support.notifications import mail_config, work
 from tests.support.selling import checkout, complete, promotion, resend
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 @pytest.fixture

@@ -5,23 +5,17 @@ billable's active lookup keys are written only from what Stripe says, by
 The live service against the emulator through the real SDK, as tests/test_billing_flow.py. Each test is
 a way a customer could keep a paid feature it no longer pays for, or miss one it pays for.
 """
-import pytest
 from sqlalchemy import select
 
 from app.entitlements.features import active_lookup_keys
 from app.extensions import db
 from app.models import Organization, StripeEntitlementSummary, User
-from tests.support.billing import start_flow, subscribe
+from tests.support.billing import subscribe
 from tests.support.entitlements import attach
 from tests.support.events import deliver
 from tests.support.organizations import Team
 
 SUMMARY = "entitlements.active_entitlement_summary.updated"
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def keys_of(flow, model=User, **where):

@@ -8,7 +8,6 @@ import threading
 import uuid
 from datetime import timedelta
 
-import pytest
 import requests
 
 from app.extensions import db
@@ -19,17 +18,11 @@ from tests.support.billing import (
     UPDATES,
     post,
     prices,  # noqa: F401 (a fixture)
-    start_flow,
     stored,
     subscribe,
     updates,
     use_card,
 )
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def test_preview_then_swap_charges_what_the_preview_showed(flow):

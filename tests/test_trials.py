@@ -13,7 +13,7 @@ from app.billing.stripe_provider import StripeProvider
 from app.extensions import db
 from app.models import Subscription
 from tests.support.accounts import bearer, login, register
-from tests.support.billing import DAY, calls, get, post, save_card, settle, start_flow
+from tests.support.billing import DAY, calls, get, post, save_card, settle
 
 TRIAL_DAYS = 14
 
@@ -21,11 +21,6 @@ TRIAL_DAYS = 14
 @pytest.fixture
 def live_config():
     return {"PROVIDER_TRIAL_DAYS": TRIAL_DAYS}
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def start_trial(flow):

@@ -2,17 +2,11 @@
 metered prices as items; a swap replaces them with the new plan's; the plan and seats stay the
 licensed item's; a metered price is never sold alone."""
 
-import pytest
 
 from tests.support.accounts import PASSWORD
-from tests.support.billing import post, start_flow, stored, subscribe, updates, use_card
+from tests.support.billing import post, stored, subscribe, updates, use_card
 from tests.support.selling import checkout, complete
 from tests.support.usage import event, live_config, prices  # noqa: F401 (fixtures: the plans and their metered prices)
-
-
-@pytest.fixture
-def flow(live, emulator, stripe_client, prices):  # noqa: F811 (prices: the fixture imported above)
-    return start_flow(live, emulator, stripe_client, prices)
 
 
 def item_prices(flow, subscription_id):

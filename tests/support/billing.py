@@ -175,3 +175,16 @@ def to_period_end(flow, subscription_id):
     end = flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"].data[0].current_period_end
     flow.emulator.advance(end - flow.emulator.clock() + 60)
     flow.deliver()
+
+
+def renews_on_basic(flow, subscription_id):
+    """Move to the period's end and check the downgrade to ``basic`` scheduled for it applied: the plan and price
+    are basic's, nothing is scheduled any more, the renewal bills 9.00 and the newest notification is
+    ``plan_changed``."""
+    to_period_end(flow, subscription_id)
+    shown = state(flow)
+    assert (shown["plan"], shown["subscription"]["price"], shown["subscription"]["scheduled_change"]) == (
+        "basic", flow.prices["basic"], None)
+    renewal = invoices(flow, subscription_id)[0]
+    assert (renewal.billing_reason, renewal.amount_due) == ("subscription_cycle", 900)
+    assert flow.notifications()[0] == "plan_changed"
