@@ -204,7 +204,7 @@ BENCH_KINDS = ("minimal Flask app", "`GET /auth/me`, valid token", "webhook inge
                "`flask prune-tokens`", "`POST /subscription/intent`", "`POST /subscription/swap` round trip",
                "`POST /auth/login`", "`POST /auth/password/forgot`", "`GET /plans`",
                "`POST /entitlements/check` consume, service key", "`POST /entitlements/check` consume latency",
-               "1,000 concurrent consumes of 1 unit")
+               "Ceiling of any consume", "1,000 concurrent consumes of 1 unit")
 BENCH_ROWS = BENCH_KINDS + ("`GET /_bench/bare`", "personal token scoped", "other tokens",
                             "one webhook delivery at a time")
 

@@ -1,6 +1,7 @@
 """Entitlements (issue 44): consumes of ``POST /entitlements/check`` with a service key under wrk, against the
-minimal app in the same rounds, and a race of ``RACE_CONSUMES`` concurrent consumes of 1 unit for a quota with
-``RACE_REMAINING`` left, which must allow exactly that many and leave the ledger at its limit."""
+minimal app and the ceiling of any consume (``POST /_bench/write``: its take alone) in the same rounds, and a
+race of ``RACE_CONSUMES`` concurrent consumes of 1 unit for a quota with ``RACE_REMAINING`` left, which must
+allow exactly that many and leave the ledger at its limit."""
 import json
 import secrets
 import subprocess
@@ -11,6 +12,7 @@ import time
 from sqlalchemy import func, select
 
 from app.models import EntitlementBalance, EntitlementConsume
+from scripts.bench.cpu import children_of, cpu_per_event, postgres_pids
 from scripts.bench.processes import register_and_login, request
 from scripts.bench.runner import run_rows
 from scripts.bench.settings import (
@@ -20,10 +22,10 @@ from scripts.bench.settings import (
     REPO,
     log,
 )
-from scripts.bench.table import fmt, spread, verdict
+from scripts.bench.table import fmt, spread, verdict, wrk_cells
 from scripts.bench.webhook_load import percentile
 
-FEATURE, SCARCE = "bench.calls", "bench.scarce"
+FEATURE, SCARCE, WRITTEN = "bench.calls", "bench.scarce", "bench.written"
 RACE_CONSUMES, RACE_REMAINING = 1_000, 500
 # The bench's users are on the free plan (no subscription). The loaded quota is finite, so each consume runs
 # the conditional UPDATE a real limit needs (an unlimited one could skip it), and large enough never to refuse.
@@ -96,16 +98,21 @@ def _race(port, key, user_id):
             "errors_sample": [answer for answer in answers if not isinstance(answer, bool)][:3]}
 
 
-def measure_entitlements(wrk, db, env, port, minimal_port, args, workdir):
-    """The consume row (wrk, interleaved with the minimal app) and the race; return their raw results."""
+def measure_entitlements(wrk, db, env, port, minimal_port, args, workdir, gunicorn_pid):
+    """The consume row (wrk, interleaved with the minimal app and the write ceiling, each with its CPU per request)
+    and the race; return their raw results."""
     key = _service_key(env)
     user_id, _ = register_and_login(port, "bench-consume@bench.example")
 
-    def lua():
-        return _LUA % {"run": secrets.token_hex(4), "user": user_id, "feature": FEATURE}
+    def lua(feature=FEATURE):
+        return _LUA % {"run": secrets.token_hex(4), "user": user_id, "feature": feature}
 
-    out = run_rows(wrk, {"consume_minimal": (minimal_port, "/", None), "consume": (port, "/entitlements/check", key,
-                                                                                   lua)}, args, workdir)
+    server = {"workers": lambda: children_of(gunicorn_pid)}
+    if db.kind == "postgres":
+        server["postgres"] = postgres_pids
+    rows = {"consume_minimal": (minimal_port, "/", None), "consume": (port, "/entitlements/check", key, lua),
+            "consume_write": (port, "/_bench/write", None, lambda: lua(WRITTEN))}
+    out = run_rows(wrk, rows, args, workdir, meters={"consume": server, "consume_write": server})
     out["consume"]["used"], out["consume"]["refused"] = _ledger(db, user_id, FEATURE)
     race_user, _ = register_and_login(port, "bench-race@bench.example")
     out["consume_race"] = _race(port, key, race_user)
@@ -120,9 +127,10 @@ def entitlement_rows(kind, r, args):
     """The consume rows of database ``kind``: throughput and p99 (targets on PostgreSQL), and the race (on both)."""
     if "consume" not in r:
         return []
-    consume, minimal, race = r["consume"], r["consume_minimal"], r["consume_race"]
+    consume, minimal, race, write = r["consume"], r["consume_minimal"], r["consume_race"], r["consume_write"]
     postgres = kind == "postgres"
     share = consume["rps"] / minimal["rps"] if minimal["rps"] else 0.0
+    write_share = write["rps"] / minimal["rps"] if minimal["rps"] else 0.0
     # A refused consume is a 200 wrk cannot tell apart: the ledger counts them.
     errors = consume["errors"] + consume["refused"]
     runs = f"{CONNECTIONS} conn, {args.repeats} x {args.duration} s"
@@ -134,13 +142,19 @@ def entitlement_rows(kind, r, args):
                and race["denied"] == race["consumes"] - race["remaining"])
     return [
         [kind, f"`POST /entitlements/check` consume, service key, unique identifiers, {runs}", *cells,
-         f"{share:.0%} of minimal (its own rounds: {fmt(minimal['rps'], 0)} req/s); {ledger}",
+         f"{share:.0%} of minimal (its own rounds: {fmt(minimal['rps'], 0)} req/s), "
+         f"{consume['rps'] / write['rps'] if write['rps'] else 0:.0%} of the write ceiling; {ledger}; "
+         + cpu_per_event(consume.get("cpu_ms_per_request")),
          f">= {CONSUME_MIN_SHARE_OF_MINIMAL:.0%} of minimal, 0 errors" if postgres else "(target is on PostgreSQL)",
          verdict(share_ok) if postgres else "info"],
         [kind, f"`POST /entitlements/check` consume latency at {CONNECTIONS} connections (the runs above)", "",
          fmt(consume["p50_ms"]), spread(consume, "p99_ms", 1), str(errors), "wrk --latency",
          f"p99 < {CONSUME_MAX_P99_MS:g} ms" if postgres else "(target is on PostgreSQL)",
          verdict(p99_ok) if postgres else "info"],
+        [kind, f"Ceiling of any consume: its take alone (`POST /_bench/write`, one upsert in autocommit, no key, "
+         f"no validation, no claim), {runs}", *wrk_cells(write),
+         f"{write_share:.0%} of minimal; " + cpu_per_event(write.get("cpu_ms_per_request")),
+         "(what a durable take costs on this stack)", "info"],
         [kind, f"{race['consumes']:,} concurrent consumes of 1 unit, quota with {race['remaining']} remaining",
          f"{fmt(race['seconds'])} s", fmt(race["p50_ms"]), fmt(race["p99_ms"]), str(race["errors"]),
          f"{race['allowed']} allowed, {race['denied']} refused; ledger used {race['used']} of {race['remaining']}",

@@ -75,7 +75,7 @@ def bench_database(kind, args, wrk, emulator, minimal_port, workdir, emulator_pi
             out["intent"] = measure_intents(port, prices["pro"], args.intents)
             out["swap"] = measure_swaps(port, emulator, db, prices, args.swaps)
             out["forgot"] = accounts.measure_forgot(env, workdir, 50 if args.quick else accounts.REQUESTS)
-            out.update(measure_entitlements(wrk, db, env, port, minimal_port, args, workdir))
+            out.update(measure_entitlements(wrk, db, env, port, minimal_port, args, workdir, gunicorn.process.pid))
 
         out.update(measure_webhooks(port, emulator, db, prices, args,
                                     {"gunicorn": gunicorn.process.pid, "emulator": emulator_pid}))

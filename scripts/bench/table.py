@@ -29,7 +29,7 @@ def spread(row, key, digits, unit=""):
     return (f"{fmt(row[key], digits)}{unit} ({fmt(row[key + '_min'], digits)}-{fmt(row[key + '_max'], digits)})")
 
 
-def _wrk_cells(row):
+def wrk_cells(row):
     return [spread(row, "rps", 0, " req/s"), fmt(row["p50_ms"]), spread(row, "p99_ms", 1), str(row["errors"])]
 
 
@@ -40,9 +40,9 @@ def _token_cost_rows(kind, r):
     scoped_ok = scoped_cost < TOKENS_MAX_COST and scoped["errors"] == 0
     cost = 1 - many["rps"] / me["rps"] if me["rps"] else 1.0
     many_ok = cost < TOKENS_MAX_COST and many["errors"] == 0
-    return [[kind, "`GET /auth/me`, personal token scoped to `profile:read`", *_wrk_cells(scoped),
+    return [[kind, "`GET /auth/me`, personal token scoped to `profile:read`", *wrk_cells(scoped),
              f"cost {scoped_cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors", verdict(scoped_ok)],
-            [kind, f"`GET /auth/me`, user owns {many['other_tokens']:,} other tokens", *_wrk_cells(many),
+            [kind, f"`GET /auth/me`, user owns {many['other_tokens']:,} other tokens", *wrk_cells(many),
              f"cost {cost:+.1%} vs login token", f"cost < {TOKENS_MAX_COST:.0%}, 0 errors", verdict(many_ok)]]
 
 
@@ -54,7 +54,7 @@ def _plans_row(kind, r, runs):
     per_request = plans["provider_calls_per_request"]
     ok = (ratio >= 1 and plans["errors"] == 0 and per_request is not None
           and per_request <= PLANS_MAX_PROVIDER_CALLS_PER_REQUEST)
-    return [kind, f"`GET /plans` (catalogue from each worker's copy), no auth, {runs}", *_wrk_cells(plans),
+    return [kind, f"`GET /plans` (catalogue from each worker's copy), no auth, {runs}", *wrk_cells(plans),
             f"{ratio:.0%} of `GET /auth/me`; {plans['provider_calls']} Stripe calls in all",
             f">= 100% of `/auth/me`, <= {PLANS_MAX_PROVIDER_CALLS_PER_REQUEST:g} Stripe calls/request, 0 errors",
             verdict(ok)]
@@ -66,15 +66,15 @@ def table_rows(kind, r, args):
     rows = []
     minimal, me = r["minimal"], r["me"]
     runs = f"{CONNECTIONS} conn, {args.repeats} x {args.duration} s"
-    rows.append([kind, f"minimal Flask app, one JSON route (the ceiling), {runs}", *_wrk_cells(minimal), "",
+    rows.append([kind, f"minimal Flask app, one JSON route (the ceiling), {runs}", *wrk_cells(minimal), "",
                  "ceiling", ""])
     if "bare" in r:
-        rows.append([kind, f"`GET /_bench/bare`: the app's hooks, no database, {runs}", *_wrk_cells(r["bare"]),
+        rows.append([kind, f"`GET /_bench/bare`: the app's hooks, no database, {runs}", *wrk_cells(r["bare"]),
                      f"{r['bare']['rps'] / minimal['rps']:.0%} of minimal", "(no target)", "info"])
     share, target_share = me["rps"] / minimal["rps"], ME_MIN_SHARE_OF_MINIMAL[kind]
     me_ok = share >= target_share and me["p99_ms"] < ME_MAX_P99_MS and me["errors"] == 0
     cpu = " + ".join(f"{part} {ms:.2f}" for part, ms in me["cpu_ms_per_request"].items())
-    rows.append([kind, f"`GET /auth/me`, valid token, {runs}", *_wrk_cells(me),
+    rows.append([kind, f"`GET /auth/me`, valid token, {runs}", *wrk_cells(me),
                  f"{share:.0%} of minimal; CPU/request (ms): {cpu}",
                  f">= {target_share:.0%} of minimal, p99 < {ME_MAX_P99_MS:g} ms, 0 errors", verdict(me_ok)])
     if "me_scoped" in r:
