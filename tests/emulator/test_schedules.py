@@ -165,3 +165,16 @@ def test_cancelling_a_schedule_or_its_subscription_ends_both(stripe_client, emul
     emulator.flush()
     types = [e["type"] for e in webhook.wait_for(1)]
     assert types.count("subscription_schedule.canceled") == 2
+
+
+def test_a_phase_keeps_a_quantity_of_zero_and_defaults_an_absent_one_to_one(stripe_client, paying, price, cheap):
+    """A phase item's ``quantity`` (https://docs.stripe.com/api/subscription_schedules/create): 0 stays 0 (a team
+    down to no seats at the renewal); absent, 1."""
+    sub = _subscribe(stripe_client, paying, price)
+    phases = _two_phases(sub, cheap)
+    phases[1]["items"] = [{"price": cheap.id, "quantity": 0}]
+    sched = stripe_client.v1.subscription_schedules.update(_schedule(stripe_client, sub).id, params={"phases": phases})
+    assert [item.quantity for item in sched.phases[1]["items"]] == [0]
+    phases[1]["items"] = [{"price": cheap.id}]
+    sched = stripe_client.v1.subscription_schedules.update(sched.id, params={"phases": phases})
+    assert [item.quantity for item in sched.phases[1]["items"]] == [1]

@@ -113,7 +113,8 @@ def _items(store: Store, sub: dict, entries: list, param: str) -> list[dict]:
         if metered(price) and entry.get("quantity") is not None:
             raise StripeError(400, "Quantity should not be specified where usage_type is `metered`.",
                               param=f"{param}[items][{i}][quantity]")
-        quantity = None if metered(price) else int(entry.get("quantity") or 1)
+        # Stripe's default is 1; 0 is a quantity (a team down to no seats), not an absent one.
+        quantity = None if metered(price) else 1 if entry.get("quantity") is None else int(entry["quantity"])
         items.append({**_phase_item({"price": price}), "quantity": quantity})
     return items
 
