@@ -6,8 +6,10 @@ Plans follow Stripe through the real stripe SDK, the emulator and its webhooks; 
 receiver, and each body is checked with the ``standardwebhooks`` library against its signature.
 """
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
 from sqlalchemy import func, select
 from standardwebhooks import Webhook
 
@@ -136,3 +138,24 @@ def test_without_a_client_webhook_nothing_is_queued(make_app, prices):
     grant(runner, "--user", str(user_id), "sso", "--enabled", "true")
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Notification).where(Notification.kind == KIND)) == 0
+
+
+def test_an_override_whose_until_passed_is_announced_once_by_announce_expired(app, client, runner, http_receiver):
+    user_id = register(client, email="ida@example.com")["id"]
+    # Minutes, not hours: the receiver's signature check allows five minutes between a body's time and its own.
+    until = datetime.now(UTC) + timedelta(minutes=2)
+    grant(runner, "--user", str(user_id), "ai.tokens", "--limit", "10", "--until", until.isoformat())
+    grant(runner, "--user", str(user_id), "sso", "--enabled", "true")  # no end: still an override after
+    assert [e["data"]["features"]["ai.tokens"]["source"] for e in sent(app, http_receiver)] == ["override"] * 2
+    early = runner.invoke(args=["entitlements", "announce-expired"])
+    assert early.exit_code == 0 and early.output.startswith("announced 0 "), early.output
+    with time_machine.travel(until + timedelta(minutes=1), tick=False):
+        done = runner.invoke(args=["entitlements", "announce-expired"])
+        assert done.exit_code == 0 and done.output.startswith("announced 1 expired override of 1 customer"), done.output
+        events = sent(app, http_receiver)
+        assert len(events) == 3, "the app is told once the override's end passed, not at the next event"
+        features = events[-1]["data"]["features"]
+        assert (features["ai.tokens"]["limit"], features["ai.tokens"]["source"]) == (100, "plan")
+        assert features["sso"]["source"] == "override"
+        again = runner.invoke(args=["entitlements", "announce-expired"])
+        assert again.output.startswith("announced 0 ") and len(sent(app, http_receiver)) == 3

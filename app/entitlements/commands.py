@@ -1,4 +1,5 @@
-"""``flask entitlements show|grant|revoke|prune``: support overrides and the ledger's upkeep (CONTRACT "Overrides")."""
+"""``flask entitlements show|grant|revoke|announce-expired|prune``: support overrides and the ledger's upkeep
+(CONTRACT "Overrides")."""
 import getpass
 from datetime import UTC, datetime
 
@@ -104,6 +105,20 @@ def revoke_command(user_id, organization_id, feature, by):
         raise click.ClickException(str(exc)) from None
     db.session.commit()
     click.echo(f"revoked {count} override{'' if count == 1 else 's'} of {feature} for {billable.billable_key}")
+
+
+@entitlements_group.command("announce-expired", cls=ServiceCommand)
+@with_appcontext
+def announce_expired_command():
+    """Tell the client app (``entitlements.updated``) of each customer whose override's --until passed; from cron
+    every minute. Each customer in a transaction of its own; an override is announced once."""
+    now, customers, count = utcnow(), 0, 0
+    for billable in overrides.expired_billables(now):
+        count += overrides.announce_expiry(billable, now)
+        db.session.commit()
+        customers += 1
+    click.echo(f"announced {count} expired override{'' if count == 1 else 's'} of {customers} "
+               f"customer{'' if customers == 1 else 's'}")
 
 
 @entitlements_group.command("prune", cls=ServiceCommand)

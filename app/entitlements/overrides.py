@@ -1,10 +1,12 @@
 """Support overrides of a billable's features (CONTRACT "Entitlements", "Overrides"), and pruning the ledger's
 identifiers. Nothing here commits: the CLI does. A grant or revoke that changes the billable's features queues
-``entitlements.updated`` (``updates.announce``)."""
+``entitlements.updated`` (``updates.announce``), and so does an override's ``until`` passing, once
+``flask entitlements announce-expired`` (every minute, from cron) finds it."""
 from datetime import timedelta
 
 from sqlalchemy import delete, select
 
+from app.entitlements import service
 from app.entitlements.features import catalog
 from app.entitlements.updates import announce
 from app.extensions import db
@@ -48,6 +50,32 @@ def revoke(billable, feature, by):
         raise ValueError(f"{billable.billable_key} has no override of {feature!r} to revoke")
     for row in rows:
         row.revoked_at, row.revoked_by = now, by[:255]
+    db.session.flush()
+    announce(billable, now)
+    return len(rows)
+
+
+def expired_billables(now, limit=500):
+    """The owners (``User`` or ``Organization``) of up to ``limit`` overrides whose ``until`` passed by ``now``
+    (aware UTC) and was not yet announced, revoked ones left out (their revoke announced them)."""
+    rows = db.session.scalars(select(EntitlementOverride).where(
+        EntitlementOverride.until <= now, EntitlementOverride.revoked_at.is_(None),
+        EntitlementOverride.expiry_announced_at.is_(None)).order_by(EntitlementOverride.until).limit(limit)).all()
+    owners = {(row.user_id, row.organization_id) for row in rows}
+    return [service.billable_of({"user": user_id} if user_id is not None else {"organization": organization_id})
+            for user_id, organization_id in sorted(owners, key=str)]
+
+
+def announce_expiry(billable, now):
+    """Announce ``billable``'s features now that its overrides past ``until`` ended (``entitlements.updated``, sent
+    only if its features changed: another override may still hold) and mark those overrides announced; return
+    how many were."""
+    billable.lock()  # as ``grant``: one event showing every change made under the lock
+    rows = db.session.scalars(select(EntitlementOverride).where(
+        EntitlementOverride.billable == billable.billable_key, EntitlementOverride.until <= now,
+        EntitlementOverride.revoked_at.is_(None), EntitlementOverride.expiry_announced_at.is_(None))).all()
+    for row in rows:
+        row.expiry_announced_at = now
     db.session.flush()
     announce(billable, now)
     return len(rows)

@@ -98,10 +98,12 @@ class EntitlementOverride(_Owned, db.Model):
     boolean, ``limit`` for a quota, until ``until`` (``None``: no end) or ``revoked_at``.
 
     Kept with who (``granted_by``, ``revoked_by``), when and why (``reason``); ``source: "override"``.
+    ``expiry_announced_at``: when ``flask entitlements announce-expired`` told the app that ``until`` passed.
     """
 
     __tablename__ = "entitlement_overrides"
-    __table_args__ = (Index("ix_entitlement_overrides_billable", "billable", "feature"), {"sqlite_autoincrement": True})
+    __table_args__ = (Index("ix_entitlement_overrides_billable", "billable", "feature"),
+                      Index("ix_entitlement_overrides_until", "until"), {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True)
     feature: Mapped[str] = mapped_column(String(64))
@@ -112,4 +114,5 @@ class EntitlementOverride(_Owned, db.Model):
     granted_by: Mapped[str] = mapped_column(String(255))
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     revoked_by: Mapped[str | None] = mapped_column(String(255))
+    expiry_announced_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
