@@ -12,7 +12,7 @@ from sqlalchemy import and_, bindparam, exists, or_, select
 
 from app.extensions import db
 from app.models import BILLABLE_KINDS, Subscription
-from app.models.entitlement import EntitlementOverride
+from app.models.entitlement import EntitlementOverride, EntitlementVersion
 from app.models.snapshots import Snapshot, split_columns
 from app.models.stripe_entitlement import StripeEntitlementSummary
 
@@ -26,8 +26,9 @@ class EntitledSubscription(Snapshot):
 
 class BillableSnapshot(Snapshot):
     """A user's or organisation's row as the check path reads it: ``id``, ``provider_id``, ``subscriptions``
-    (``EntitledSubscription`` list, by id), ``lookup_keys`` (Stripe's active features, a list) and ``overridden``
-    (whether an override may be active); ``model`` is its ORM class, which ``load`` reads it as."""
+    (``EntitledSubscription`` list, by id), ``lookup_keys`` (Stripe's active features, a list), ``overridden``
+    (whether an override may be active) and ``version`` (its ``entitlement_versions`` row's, or ``None``);
+    ``model`` is its ORM class, which ``load`` reads it as."""
 
     COLUMNS = ("id", "provider_id")
 
@@ -50,7 +51,7 @@ class BillableSnapshot(Snapshot):
 
 
 _SUBSCRIPTIONS, _OVERRIDES = Subscription.__table__, EntitlementOverride.__table__
-_STRIPE = StripeEntitlementSummary.__table__
+_STRIPE, _VERSIONS = StripeEntitlementSummary.__table__, EntitlementVersion.__table__
 
 
 def active_override_condition(now):
@@ -64,7 +65,9 @@ def _statement(model):
     lookup_keys = select(_STRIPE.c.lookup_keys).where(_STRIPE.c.billable == bindparam("key")).scalar_subquery()
     overridden = exists().where(_OVERRIDES.c.billable == bindparam("key"),
                                 active_override_condition(bindparam("now")))
-    statement = (select(*columns, lookup_keys.label("lookup_keys"), overridden.label("overridden"))
+    version = select(_VERSIONS.c.version).where(_VERSIONS.c.billable == bindparam("key")).scalar_subquery()
+    statement = (select(*columns, lookup_keys.label("lookup_keys"), overridden.label("overridden"),
+                        version.label("version"))
                  .select_from(table.outerjoin(_SUBSCRIPTIONS, _SUBSCRIPTIONS.c[f"{model.kind}_id"] == table.c.id))
                  .where(table.c.id == bindparam("id")).order_by(_SUBSCRIPTIONS.c.id))
     return statement, parts
@@ -88,4 +91,4 @@ def billable_snapshot(kind, ref, now):
                      for row in rows if row[sub_id] is not None]
     return BillableSnapshot(**dict(zip(keys, first[start:stop], strict=True)), model=model,
                             subscriptions=subscriptions, lookup_keys=first.lookup_keys or [],
-                            overridden=first.overridden)
+                            overridden=first.overridden, version=first.version)

@@ -45,25 +45,26 @@ def snapshot_of(customer, now):
     return found
 
 
-def _limit_of(spec):
+def limit_of(spec):
     """The limit a consume must fit, ``None`` when any amount passes (unlimited, or overage)."""
     return None if spec["limit"] is None or spec["overage"] else spec["limit"]
 
 
-def _answer(state, name, allowed, consumed, feature):
+def answer_of(state, name, allowed, consumed, feature):
+    """A check's answer: ``feature`` (its Feature JSON) with ``allowed``, ``consumed`` and ``state``'s ``as_of``."""
     return {"allowed": allowed, "feature": name, "consumed": consumed, **feature, "as_of": isoformat_z(state.as_of)}
 
 
 def _check(state, owner, name, spec, required, now):
     """The answer of a check that takes nothing."""
     if spec is None:  # a quota some other plan has (CONTRACT "Clarifications"): not allowed
-        return _answer(state, name, False, 0, {"type": "quota", "limit": 0, "used": 0, "reserved": 0,
+        return answer_of(state, name, False, 0, {"type": "quota", "limit": 0, "used": 0, "reserved": 0,
                                                "remaining": 0, "reset_at": None, "overage": False, "source": "plan"})
     feature = present(state, owner, name, spec, now)
     if spec["type"] == "boolean":
-        return _answer(state, name, feature["enabled"], 0, feature)
+        return answer_of(state, name, feature["enabled"], 0, feature)
     fits = feature["remaining"] is None or spec["overage"] or feature["remaining"] >= required
-    return _answer(state, name, fits, 0, feature)
+    return answer_of(state, name, fits, 0, feature)
 
 
 def _first_answer(owner, name, required, identifier):
@@ -81,8 +82,9 @@ def _take(state, owner, name, spec, required, now):
     with its period."""
     spec = periodic(state, spec, now)
     balance_id, used, reserved, taken = ledger.take(owner, name, spec["period"], spec["reset_at"], required,
-                                                    _limit_of(spec), now)
-    return _answer(state, name, taken, required if taken else 0, quota_of(spec, used, reserved)), spec, balance_id, used
+                                                    limit_of(spec), now)
+    answer = answer_of(state, name, taken, required if taken else 0, quota_of(spec, used, reserved))
+    return answer, spec, balance_id, used
 
 
 def check(billable, name, required, consume, identifier, now):
@@ -136,7 +138,7 @@ def reserve(billable, name, amount, identifier, ttl, now):
         raise QuotaExceeded.asking(name, amount, 0)
     spec = periodic(state, spec, now)
     balance_id = ledger.ensure(owner, name, spec["period"], spec["reset_at"], now)
-    reservation = ledger.reserve(owner, name, balance_id, amount, _limit_of(spec), identifier, ttl, now)
+    reservation = ledger.reserve(owner, name, balance_id, amount, limit_of(spec), identifier, ttl, now)
     if reservation is None:
         raise QuotaExceeded.asking(name, amount, quota(spec, owner, name, now)["remaining"])
     return _present_reservation(reservation)

@@ -10,8 +10,8 @@ change, and to the client app's webhook alone.
 A change is judged against the terms the app was last *sent*, not against the row's previous state: a change made
 where no ``announce`` runs (a swap's answer from Stripe, written before its webhook arrives) is sent by the next
 path that runs one instead of never, and a duplicate webhook or a renewal, which change no term, send nothing. An
-override's ``--until`` passing is announced by ``flask entitlements announce-expired``, from cron. Before its first event a billable is taken to have the free plan's features,
-as every billable starts.
+override's ``--until`` passing is announced by ``flask entitlements announce-expired``, from cron. Before its first
+event a billable is taken to have the free plan's features, as every billable starts.
 """
 from flask import current_app
 

@@ -2,7 +2,13 @@
 from app.models.account import AddressHistory, DeletedSubscriber, PasswordResetRequest
 from app.models.catalog import CatalogVersion
 from app.models.delivery import NotificationDelivery
-from app.models.entitlement import EntitlementBalance, EntitlementConsume, EntitlementOverride, EntitlementReservation
+from app.models.entitlement import (
+    EntitlementBalance,
+    EntitlementConsume,
+    EntitlementOverride,
+    EntitlementReservation,
+    EntitlementVersion,
+)
 from app.models.idempotency import IdempotencyKey
 from app.models.organization import Invitation, Membership, Organization
 from app.models.seat import SeatChange
@@ -26,8 +32,8 @@ from app.models.webhook import FailedWebhookEvent, Notification, WebhookEvent
 BILLABLE_KINDS = (User, Organization)
 
 __all__ = ["BILLABLE_KINDS", "AccessToken", "AddressHistory", "CatalogVersion", "DeletedSubscriber",
-           "EntitlementBalance",
-           "EntitlementConsume", "EntitlementOverride", "EntitlementReservation", "FailedWebhookEvent",
+           "EntitlementBalance", "EntitlementConsume", "EntitlementOverride", "EntitlementReservation",
+           "EntitlementVersion", "FailedWebhookEvent",
            "IdempotencyKey", "Invitation", "Membership", "Notification", "NotificationDelivery", "Organization",
            "PasswordResetRequest", "PromotionRedemption", "ProrationQuote", "RotatedToken", "SeatChange", "ServiceKey",
            "StripeEntitlementSummary",

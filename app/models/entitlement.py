@@ -116,3 +116,15 @@ class EntitlementOverride(_Owned, db.Model):
     revoked_by: Mapped[str | None] = mapped_column(String(255))
     expiry_announced_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class EntitlementVersion(db.Model):
+    """A random ``version`` per billable (``"user:1"``), new on every write to its subscriptions, overrides or
+    Stripe features and on its deletion: written by PostgreSQL triggers only (migration 0024), read by the
+    consume's one-round-trip path (``app.entitlements.fast``) to know its copy of the billable is current.
+    No row: never written since the database began."""
+
+    __tablename__ = "entitlement_versions"
+
+    billable: Mapped[str] = mapped_column(String(80), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)

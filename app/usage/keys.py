@@ -36,7 +36,8 @@ _LOOKUP = select(_KEYS.c.id, _KEYS.c.token, _KEYS.c.abilities, _KEYS.c.revoked_a
     _KEYS.c.id == bindparam("key_id"))
 
 
-def _digest(secret):
+def digest(secret):
+    """The SHA-256 hex digest of ``secret``, as a key's ``token`` keeps it."""
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
@@ -48,7 +49,7 @@ def create(name, abilities=("usage:write",)):
     if not name.strip():
         raise ValueError("the name must not be empty")
     secret = PREFIX + secrets.token_urlsafe(32)
-    key = ServiceKey(name=name.strip()[:255], token=_digest(secret), abilities=list(abilities), created_at=utcnow())
+    key = ServiceKey(name=name.strip()[:255], token=digest(secret), abilities=list(abilities), created_at=utcnow())
     db.session.add(key)
     db.session.flush()
     return key, f"{key.id}|{secret}"
@@ -79,15 +80,18 @@ def authenticate(plain_text):
     if not (key_id.isascii() and key_id.isdigit() and len(key_id) <= 18):
         raise Unauthenticated.invalid_token("malformed service key")
     key = db.session.connection().execute(_LOOKUP, {"key_id": int(key_id)}).first()
-    if key is None or key.revoked_at is not None or not hmac.compare_digest(key.token, _digest(secret)):
+    if key is None or key.revoked_at is not None or not hmac.compare_digest(key.token, digest(secret)):
         raise Unauthenticated.invalid_token("unknown or revoked service key")
     return key
 
 
 def _touch(key):
+    """Record the key's use at a resolution of ``LAST_USED_RESOLUTION``; return its ``last_used_at`` now."""
     now = utcnow()
     if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
         db.session.execute(update(ServiceKey).where(ServiceKey.id == key.id).values(last_used_at=now))
+        return now
+    return key.last_used_at
 
 
 def _credential():
@@ -109,7 +113,8 @@ def _user_token(credential):
 
 
 def service_key_required(ability):
-    """Require a live service key with ``ability``; ``g.service_key`` is set for the view.
+    """Require a live service key with ``ability``; ``g.service_key`` (``authenticate``'s row) and
+    ``g.service_key_used_at`` (its ``last_used_at`` after this use) are set for the view.
 
     A user's valid token is ``403 insufficient_scope`` (it can never have a service ability); an
     unknown, malformed or revoked credential is ``401``.
@@ -124,8 +129,7 @@ def service_key_required(ability):
             key = authenticate(credential)
             if ability not in key.abilities:
                 raise InsufficientScope.for_ability(ability)
-            _touch(key)
-            g.service_key = key
+            g.service_key, g.service_key_used_at = key, _touch(key)
             return view(*args, **kwargs)
 
         return Blueprint.doc(security=SERVICE_SECURITY, **{"x-abilities": [ability]},
