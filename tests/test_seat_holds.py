@@ -15,7 +15,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import SeatChange
 from tests.support.billing import start_flow
-from tests.support.organizations import SEAT, Team
+from tests.support.organizations import SEAT, Team, charged, declined_seat, me, pay_on_stripes_page
 from tests.support.selling import URLS, complete
 
 
@@ -24,37 +24,8 @@ def team(live, emulator, stripe_client, prices):
     return Team(start_flow(live, emulator, stripe_client, prices))
 
 
-def declined_seat(team, name):
-    """``name`` accepts while the organisation's card is declined: 402, the seat held; return
-    ``(subscription_id, invitation, open invoice)``."""
-    subscription_id = team.subscribe()
-    team.fail_card(subscription_id)
-    team.person(name)
-    invitation = team.invite(name)
-    declined = team.accept(name, invitation)
-    assert declined.status_code == 402 and declined.json["error"]["code"] == "payment_required", declined.json
-    invoices = team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id, "status": "open"}).data
-    assert len(invoices) == 1
-    return subscription_id, invitation, invoices[0]
-
-
-def pay_on_stripes_page(invoice):
-    """The owner pays the open invoice as the payment_failed email says: on Stripe's hosted page, new card."""
-    paid = requests.post(f"{invoice.hosted_invoice_url}/pay", data={"payment_method": "pm_card_visa"}, timeout=10)
-    assert paid.status_code == 200, paid.text
-
-
-def charged(team, subscription_id):
-    """What the subscription's invoices took, minor units."""
-    return sum(i.amount_paid for i in team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data)
-
-
 def kinds(team, headers):
     return [n["kind"] for n in team.client.get("/notifications?limit=100", headers=headers).json["data"]]
-
-
-def me(team, name):
-    return team.client.get("/auth/me", headers=team.headers[name]).json["id"]
 
 
 def test_a_declined_seat_paid_later_admits_its_invitee_once(team):
@@ -181,11 +152,11 @@ def test_a_held_seat_revoked_or_its_sender_demoted_admits_nobody_when_paid(team)
     sent = team.client.post(f"{team.base}/invitations", json={"email": "cy@example.com", "role": "admin"},
                             headers=team.headers["bob"]).json
     assert team.accept("cy", sent).status_code == 402
+    (invoice,) = team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id, "status": "open"}).data
     demoted = team.client.patch(f"{team.base}/members/{me(team, 'bob')}", json={"role": "member"},
                                 headers=team.ada)
     assert demoted.status_code == 200, demoted.json
-    (invoice,) = team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id, "status": "open"}).data
-    pay_on_stripes_page(invoice)
+    pay_on_stripes_page(invoice, refused=True)  # its invoice voided with the demotion
     team.flow.deliver()
     assert team.client.get(team.base, headers=team.headers["cy"]).status_code == 404, "nobody admitted"
     assert team.members() == 2

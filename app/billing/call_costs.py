@@ -60,11 +60,17 @@ PROVIDER_CALL_COSTS = {
     # no live subscription here: one page of the unended ones (a Checkout or payment that cleared before
     # its webhook) and an open Checkout; then the seat: a pending change re-read, the update, a replay's read
     "organizations.accept": 4 + MIGRATION + SCHEDULE_SEATS,
-    "organizations.remove": SEAT_REMOVAL,
+    # and a seat held for an invitation the removed or demoted admin sent, or the one revoked, withdrawn: its
+    # invoice voided and the subscription read (``organizations.invitations._withdraw``)
+    "organizations.remove": SEAT_REMOVAL + 2,
+    "organizations.set_role": 2,
+    "organizations.revoke": 2,
     "organizations.delete": CUSTOMER_DELETION,
     # The user's customer, at most one organisation they are alone in deleted and one other left (a seat
-    # lowered), whatever they belong to: more is refused first (``organizations.service._refuse_unbounded``).
-    "auth.delete_account": 2 * CUSTOMER_DELETION + SEAT_REMOVAL,
+    # lowered), whatever they belong to: more is refused first (``organizations.service._refuse_unbounded``);
+    # and at most one seat held for them withdrawn, its invoice voided and the subscription read
+    # (``organizations.invitations.withdraw_held_for``).
+    "auth.delete_account": 2 * CUSTOMER_DELETION + SEAT_REMOVAL + 2,
 }
 
 # The dearest request: a limit below it per window would refuse every such request, so start-up refuses it.

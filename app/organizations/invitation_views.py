@@ -45,12 +45,13 @@ def pending(organization_id):
 
 
 @blp.route("/organizations/<organization_id>/invitations/<invitation_id>", methods=["DELETE"])
-@auth_required
-@WRITE
+@calling_stripe
 @blp.response(204)
 @blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def revoke(organization_id, invitation_id):
-    """Revoke a pending invitation: its link is dead. Owner, admin."""
+    """Revoke a pending invitation: its link is dead. Owner, admin. A seat held for it is withdrawn at Stripe
+    first (its invoice voided), counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT``."""
     membership = access.manager(organization_id, g.current_user)
     invitations.revoke(membership.organization, invitation_id)
     db.session.commit()

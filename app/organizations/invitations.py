@@ -13,13 +13,18 @@ from sqlalchemy import delete, select
 
 from app import email_tokens
 from app.auth.service import normalise_email
+from app.billing import objects
+from app.billing.provider import get_provider
 from app.errors import EmailUnverified, InvalidEmailToken
 from app.extensions import db, limiter
 from app.models import User
 from app.models.organization import MANAGERS, MEMBER, Invitation, Membership
+from app.models.seat import HELD, SeatChange
 from app.notifications import notify_account, notify_membership
 from app.organizations import seats
 from app.organizations.errors import AlreadyInvited, AlreadyMember, EmailMismatch, InvitationNotFound
+from app.subscription import current
+from app.subscription.errors import PaymentPending
 from app.timeutil import utcnow
 
 RATE_LIMIT_SCOPE = "organization-invitations"
@@ -34,11 +39,72 @@ def require_verified(user):
                               "organisation.")
 
 
+class SeatsHeldElsewhere(PaymentPending):
+    """409 ``payment_pending``: an account deletion would void more held seats' invoices than it calls Stripe for."""
+
+    message = ("Seats are held for you in more than one organisation while their charges wait for payment: ask "
+               "their owners or admins to revoke the invitations, or wait until Stripe drops the charges, then delete "
+               "your account.")
+
+
 def revoke_sent_by(organization, user_id):
     """Revoke the pending invitations ``user_id`` sent for ``organization``: they carry their sender's authority,
-    which ends when the sender is demoted, removed, leaves or is deleted (CONTRACT "Changes to the fifth round")."""
+    which ends when the sender is demoted, removed, leaves or is deleted (CONTRACT "Changes to the fifth round").
+    A seat held for one of them is withdrawn after they are gone (``_withdraw``: paid meanwhile, it admits nobody).
+    Under the organisation's lock."""
+    held = seats.held_seat(organization)
+    sent = held is not None and held.invitation_id and db.session.scalar(select(Invitation.invited_by).where(
+        Invitation.id == held.invitation_id)) == user_id
     db.session.execute(delete(Invitation).where(Invitation.organization_id == organization.id,
                                                 Invitation.invited_by == user_id))
+    if sent:
+        _withdraw(held)
+
+
+def _withdraw(held):
+    """End the hold ``held`` whose invitation or invitee is gone, Stripe first: its invoice is voided, which cancels
+    Stripe's pending update ("To cancel a pending update, you need to void the invoice the update created",
+    https://docs.stripe.com/billing/subscriptions/pending-updates#canceling-changing), so no later payment charges
+    the seat; then the hold is settled from the subscription Stripe answers (``seats.settle_held``). Called once the
+    invitation or the invitee is gone, so that an invoice paid just before the void admits nobody (``seats.admit``
+    finds neither). Two calls; under the organisation's lock. Raises ``ProviderUnavailable`` (503),
+    ``ProviderRejected`` (502) and ``PaymentPending`` (409: Stripe still holds the change, which the void did not
+    reach), after each of which the caller's transaction is rolled back and nothing changed here."""
+    provider = get_provider()
+    if held.invoice:
+        provider.void_invoice(held.invoice)
+    live = provider.retrieve_subscription(held.provider_subscription)
+    if objects.pending_update_of(live) is not None:
+        raise PaymentPending.for_invoice(live.get("latest_invoice") if isinstance(live.get("latest_invoice"), dict)
+                                         else {"id": held.invoice})
+    current.write(held.organization, live)
+    seats.settle_held(held, live)
+
+
+def refuse_unbounded_holds(user):
+    """Raise ``SeatsHeldElsewhere`` (409) when seats are held for ``user`` in more than one organisation: an account
+    deletion withdraws one (two Stripe calls, ``withdraw_held_for``), bounded (CONTRACT "Changes to the fifth
+    round": "Bounded Stripe work"). No call."""
+    if len(_held_for(user)) > 1:
+        raise SeatsHeldElsewhere()
+
+
+def _held_for(user):
+    return db.session.scalars(select(SeatChange).where(SeatChange.user_id == user.id, SeatChange.status == HELD)
+                              .order_by(SeatChange.organization_id)).all()
+
+
+def withdraw_held_for(user):
+    """``user``'s account is being deleted: withdraw the seat held for them (``_withdraw``, under its organisation's
+    lock; at most one, ``refuse_unbounded_holds``), keeping its record without them (the row would go with the user)."""
+    for held in _held_for(user):
+        held.organization.lock()
+        db.session.refresh(held)
+        withdrawing = held.status == HELD and seats.held_seat(held.organization) is held
+        held.user_id = None  # first: an invoice paid just before the void admits nobody
+        db.session.flush()
+        if withdrawing:
+            _withdraw(held)
 
 
 def invite(organization, inviter, email, role=MEMBER):
@@ -88,11 +154,17 @@ def pending(organization):
 
 
 def revoke(organization, invitation_id):
-    """Delete a pending invitation (its link dies with it); ``InvitationNotFound`` (404)."""
+    """Delete a pending invitation (its link dies with it); ``InvitationNotFound`` (404). A seat held for it is
+    withdrawn once it is gone, under the organisation's lock (``_withdraw``: 503, and the invitation stays)."""
     invitation = db.session.get(Invitation, invitation_id) if isinstance(invitation_id, str) else None
     if invitation is None or invitation.organization_id != organization.id:
         raise InvitationNotFound()
+    organization.lock()
+    held = seats.held_seat(organization)
     db.session.delete(invitation)
+    db.session.flush()
+    if held is not None and held.invitation_id == invitation.id:
+        _withdraw(held)
 
 
 def _redeemable(token):

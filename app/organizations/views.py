@@ -127,14 +127,16 @@ def members(query, organization_id):
 
 
 @blp.route("/organizations/<organization_id>/members/<int:user_id>", methods=["PATCH"])
-@auth_required
-@WRITE
+@calling_stripe
 @blp.arguments(RoleSchema)
 @blp.response(200, MemberSchema)
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def set_role(body, organization_id, user_id):
-    """Make a member an admin or a member; the owner's role changes only by transfer (409). Owner, admin."""
+    """Make a member an admin or a member; the owner's role changes only by transfer (409). Owner, admin.
+    A demoted admin's invitations die; a seat held for one of them is withdrawn at Stripe first (its invoice
+    voided), counted in the caller's ``PROVIDER_CALLS_RATE_LIMIT``."""
     membership = access.manager(organization_id, g.current_user)
     member = service.set_role(membership.organization, user_id, body["role"])
     db.session.commit()

@@ -2,6 +2,7 @@
 import re
 from types import SimpleNamespace
 
+import requests
 from sqlalchemy import select
 
 from app import email_tokens
@@ -110,3 +111,34 @@ class Team:
 
     def stripe_quantity(self, subscription_id):
         return self.flow.stripe.v1.subscriptions.retrieve(subscription_id)["items"]["data"][0]["quantity"]
+
+
+def declined_seat(team, name):
+    """``name`` accepts while the organisation's card is declined: 402, the seat held; return
+    ``(subscription_id, invitation, open invoice)``."""
+    subscription_id = team.subscribe()
+    team.fail_card(subscription_id)
+    team.person(name)
+    invitation = team.invite(name)
+    declined = team.accept(name, invitation)
+    assert declined.status_code == 402 and declined.json["error"]["code"] == "payment_required", declined.json
+    invoices = team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id, "status": "open"}).data
+    assert len(invoices) == 1
+    return subscription_id, invitation, invoices[0]
+
+
+def pay_on_stripes_page(invoice, refused=False):
+    """The owner pays the open invoice as the payment_failed email says: on Stripe's hosted page, new card; with
+    ``refused``, the page must refuse it (a voided invoice)."""
+    paid = requests.post(f"{invoice.hosted_invoice_url}/pay", data={"payment_method": "pm_card_visa"}, timeout=10)
+    # A refused payment is a redirect back to the page with ``error=``, which ``requests`` follows to a 200.
+    assert paid.status_code == 200 and ("error=" in paid.url) == refused, (paid.url, paid.text[:200])
+
+
+def charged(team, subscription_id):
+    """What the subscription's invoices took, minor units."""
+    return sum(i.amount_paid for i in team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data)
+
+
+def me(team, name):
+    return team.client.get("/auth/me", headers=team.headers[name]).json["id"]

@@ -9,6 +9,7 @@ from ..core.expand import render
 from ..core.http import endpoint
 from ..core.lists import newest_first, paginate, strip_data
 from ..core.store import StripeError
+from ..subscriptions import pending
 from . import models
 
 bp = Blueprint("stripe_invoices", __name__)
@@ -54,11 +55,13 @@ def create_invoice_preview(st, params):
 @bp.post("/v1/invoices/<inv_id>/void")
 @endpoint()
 def void_invoice(st, params, inv_id):
-    """Void an open invoice (``invoicing.void``); any other status is Stripe's 400
+    """Void an open invoice (``invoicing.void``), which cancels the pending update it carries
+    (``pending.cancel_on_void``); any other status is Stripe's 400
     (https://docs.stripe.com/api/invoices/void: "only ... finalized invoices")."""
     inv = st.get("invoices", inv_id)
     if inv["status"] not in ("open", "uncollectible"):
         raise StripeError(400, f"You can only void open or uncollectible invoices; this invoice is {inv['status']}.",
                           code="invoice_unexpected_state")
     invoicing.void(st, inv)
+    pending.cancel_on_void(st, inv)
     return render(st, inv, params.get("expand"))

@@ -102,6 +102,24 @@ def expire_pending(store: Store, sub: dict) -> None:
     store.emit("customer.subscription.pending_update_expired", sub)
 
 
+def cancel_on_void(store: Store, inv: dict) -> None:
+    """``inv`` was voided by a request: if it carries a pending update, that update is cancelled.
+
+    "To cancel a pending update, you need to void the invoice the update created"
+    (https://docs.stripe.com/billing/subscriptions/pending-updates#canceling-changing), and then "the
+    ``pending_update`` hash is cleared and the associated changes are discarded" (the reference page's
+    lifecycle): the subscription keeps its items, announced by ``customer.subscription.updated``. The docs name
+    ``pending_update_expired`` only for an update that expires or that Stripe voids itself, not for this one.
+    """
+    sub = store.subscriptions.get(((inv.get("parent") or {}).get("subscription_details") or {}).get("subscription")
+                                  or "")
+    if sub is None or not sub.get("pending_update") or sub.get("_pending_invoice") != inv["id"]:
+        return
+    before = public(sub)
+    sub["pending_update"], sub["_pending_invoice"] = None, None
+    store.emit("customer.subscription.updated", sub, before)
+
+
 def due(sub: dict) -> list[tuple[int, object]]:
     """The ``(time, action)`` of a pending update's expiry, if ``sub`` has one."""
     pending = sub.get("pending_update")
