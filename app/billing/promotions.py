@@ -85,3 +85,12 @@ def resolve(code, price_id, billable, quantity=1):
     if reason:
         raise InvalidPromotionCode.for_code(code, reason)
     return promo["id"]
+
+
+def refuse_redeemed(billable, promotion_code_id, code=None):
+    """Raise ``InvalidPromotionCode`` (422) when ``billable`` or the acting person took ``promotion_code_id``
+    (an id; ``None``: nothing to check) since ``resolve`` passed it: the check again, under the person's lock
+    (``redemptions.lock_person``) held until the new subscription's record commits, so that two requests of
+    one person for two organisations redeem it once. ``code`` is the code as typed, for the answer. No Stripe call."""
+    if promotion_code_id and redemptions.redeemed(billable, promotion_code_id):
+        raise InvalidPromotionCode.for_code(code or promotion_code_id, "you have used it already")

@@ -6,12 +6,15 @@ redemption is kept under the billable's ``redeemer_keys``, every address of the 
 bearer token's user, whichever billable they act for) and, where the card is known, the card's
 fingerprint (``card_key``). Rows outlive accounts and organisations: they hold only hashes.
 """
+from types import SimpleNamespace
+
 from flask import g, has_request_context
 from sqlalchemy import select
 
 from app.extensions import db
 from app.models import PromotionRedemption
 from app.models.account import address_hashes, address_sha256
+from app.models.user import lock_user
 
 
 def acting_person():
@@ -19,6 +22,34 @@ def acting_person():
     (a webhook, the CLI): the person "once per person" counts, whether they act for themselves or an
     organisation."""
     return g.get("current_user") if has_request_context() else None
+
+
+def lock_person(person=None):
+    """Take the person's lock of "once per person" (their user row, ``lock_user``) until the transaction ends;
+    return the person (``acting_person()`` unless given; ``None``: no one, and no lock).
+
+    Held from a person's once-per-person decision (``promotions.resolve``, ``redeemed``, the trial's
+    ``trials.person_had_a_subscription``) to its record (``remember``, ``trials.remember_person``) and its
+    commit, whichever billable they act for: two requests of one person for two organisations, each under
+    its own organisation's lock, would otherwise both find nothing taken (PostgreSQL; SQLite has one writer).
+    Lock order, everywhere: the person's row first, then the billable's (``Billable.lock``), the order of a
+    keyed request (``app.idempotency`` locks its user before the view), an email change and an
+    organisation's transfer; never a user's row after an organisation's. For a user's own billable it is
+    the same row, taken twice in one transaction."""
+    person = acting_person() if person is None else person
+    if person is not None:
+        lock_user(person)
+    return person
+
+
+def lock_person_of(session):
+    """``lock_person`` for whoever opened the Checkout Session ``session`` (a dict: its ``metadata[person]``, a
+    user id, ``app.subscription.service.PERSON``; none: no lock), before its billable is locked: its completion
+    decides their trial and code (``app.listeners.commit_checkout``), and two completions for two organisations
+    would otherwise both find nothing taken."""
+    person = str((session.get("metadata") or {}).get("person") or "")
+    if person.isdigit():
+        lock_person(SimpleNamespace(id=int(person)))
 
 
 def card_key(fingerprint):

@@ -83,7 +83,7 @@ def checkout(body):
     db.session.commit()
     line = {"price": body["price"], "quantity": quantity}
     urls = {"success_url": body["success_url"], "cancel_url": body["cancel_url"]}
-    return service.create_checkout(billable, line, urls, promotion), 201
+    return service.create_checkout(billable, line, urls, promotion, body["promotion_code"]), 201
 
 
 @blp.route("/subscription/billing-details", methods=["GET"])

@@ -7,7 +7,7 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.auth import profile
-from app.billing import objects, plans, portal, redemptions, state, trials
+from app.billing import objects, plans, portal, promotions, redemptions, state, trials
 from app.billing.customers import ensure_customer
 from app.billing.provider import get_provider
 from app.billing.seats import seat_count
@@ -73,7 +73,7 @@ def _close_checkout_sessions(billable, provider, keep=None):
     return None
 
 
-def create_intent(billable, price, promotion_code=None):
+def create_intent(billable, price, promotion_code=None, code=None):
     """Start (or resume) a subscription to ``price``; return ``(Subscription, client_secret, created)``.
 
     CONTRACT "/subscription/intent" and SPEC 4 rule 4: with a local incomplete subscription the
@@ -88,11 +88,15 @@ def create_intent(billable, price, promotion_code=None):
     lock held to the end of the transaction makes concurrent calls create one subscription.
     ``promotion_code`` is a resolved promotion code id (``promotions.resolve``): the new subscription
     carries its discount, and a pending one is reused only with the same, and for an organisation
-    only with its member count as quantity. Raises ``UnknownPrice`` (422) and ``ProviderUnavailable`` (503).
+    only with its member count as quantity; ``code`` is that code as typed. The acting person's lock is
+    held too, taken before the billable's (``redemptions.lock_person``), from their trial and the code's
+    second check (``promotions.refuse_redeemed``) to their record: once per person across billables.
+    Raises ``UnknownPrice`` and ``InvalidPromotionCode`` (422) and ``ProviderUnavailable`` (503).
     """
     metered = usage_plans.metered_for(price)  # the plan's usage prices; a metered price alone is unknown
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
+    promotions.refuse_redeemed(billable, promotion_code, code)
     _close_checkout_sessions(billable, provider)
     pending = _open_subscription(billable)
     seats = seat_count(billable)
@@ -124,12 +128,14 @@ def create_intent(billable, price, promotion_code=None):
 
 
 def _refuse_second_subscription(billable, provider):
-    """Take the per-billable lock, re-read an incomplete subscription, and raise ``AlreadySubscribed`` (409)
-    while the billable has one that entitles, or one in dunning, paused or awaiting its trial's card.
+    """Take the acting person's lock, then the per-billable lock (that order: ``redemptions.lock_person``),
+    re-read an incomplete subscription, and raise ``AlreadySubscribed`` (409) while the billable has one that
+    entitles, or one in dunning, paused or awaiting its trial's card.
 
     Only the open subscription is read from Stripe, by id (a payment may have cleared since its
     webhook): never the customer's whole history, so a request's Stripe calls stay bounded.
     """
+    redemptions.lock_person()
     billable.lock()
     db.session.expire(billable)
     pending = _open_subscription(billable)
@@ -151,7 +157,7 @@ def _refuse_while_subscribed(billable):
         raise AlreadySubscribed.needs_card(stuck.provider_status)
 
 
-def create_checkout(billable, line, urls, promotion_code=None):
+def create_checkout(billable, line, urls, promotion_code=None, code=None):
     """Create a Stripe Checkout Session (``subscription`` mode) for ``line`` (``{"price", "quantity"}``)
     and return it as ``{"id", "url"}``.
 
@@ -160,13 +166,14 @@ def create_checkout(billable, line, urls, promotion_code=None):
     payment attempt at a time: an intent's incomplete subscription is voided and cancelled, and
     another open session is expired (``_close_checkout_sessions``). ``urls`` is ``{"success_url",
     "cancel_url"}`` (checked against ``CHECKOUT_ALLOWED_HOSTS`` by the schema); ``promotion_code`` a
-    resolved id (the page takes none of its own). The same terms again (a retry) get the session
-    still open for them; other terms a new one. Raises ``UnknownPrice`` (422) and
-    ``ProviderUnavailable`` (503).
+    resolved id (the page takes none of its own), checked again under the person's lock as there; ``code``
+    as typed. The same terms again (a retry) get the session still open for them; other terms a new one.
+    Raises ``UnknownPrice`` and ``InvalidPromotionCode`` (422) and ``ProviderUnavailable`` (503).
     """
     metered = usage_plans.metered_for(line["price"])
     provider = get_provider()
     _refuse_second_subscription(billable, provider)
+    promotions.refuse_redeemed(billable, promotion_code, code)
     # An organisation's seats are read under its lock, held until the session exists and is committed: an
     # invitee accepting meanwhile waits, then finds the session open (409), so every member has a paid seat.
     seats = seat_count(billable)

@@ -5,7 +5,7 @@ from app import presentation
 from app.api import Blueprint
 from app.auth import recovery
 from app.auth.bearer import ability_required, auth_required
-from app.billing import promotions
+from app.billing import promotions, redemptions
 from app.billing_route import billing_route
 from app.extensions import db
 from app.http import NO_STORE
@@ -76,7 +76,8 @@ def intent(body):
     # Committed before the subscription is created: its webhooks may arrive before this request
     # ends, and must find the billable by the new customer id.
     db.session.commit()
-    subscription, client_secret, created = service.create_intent(billable, body["price"], promotion)
+    subscription, client_secret, created = service.create_intent(billable, body["price"], promotion,
+                                                                  body["promotion_code"])
     return {"subscription": presentation.present_subscription(subscription), "client_secret": client_secret}, (
         201 if created else 200)
 
@@ -131,6 +132,9 @@ def swap(body):
     scheduled is 409 ``change_scheduled``.
     """
     billable, pending = current_billable(), None
+    if body["promotion_code"]:
+        # Before any lock of the billable (``redemptions.lock_person``'s order), to the code's record: once per person.
+        redemptions.lock_person()
     if body["at"] == "period_end":
         subscription, _ = schedules.swap_at_period_end(billable, body["price"])
     else:

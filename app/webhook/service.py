@@ -10,7 +10,7 @@ import logging
 from flask import current_app
 from sqlalchemy import bindparam, text
 
-from app.billing import objects, state, statuses
+from app.billing import objects, redemptions, state, statuses
 from app.billing.events import ACCOUNT_TYPES, CHECKOUT_TYPES, EXPECTED_OBJECT, SUBSCRIPTION_WRITING_TYPES
 from app.billing.provider import get_provider
 from app.errors import InvalidPayload, ProviderRejected, ServiceUnavailable
@@ -195,6 +195,8 @@ def process_event(event):
         return "ignored"
     if not record(event):
         return "duplicate"
+    if event["type"] in CHECKOUT_TYPES:  # the person who opened it first, then the billable (redemptions.lock_person)
+        redemptions.lock_person_of(event["data"]["object"])
     billable = state.lock_customer(objects.customer_id_of(event["data"]["object"]))
     if billable is None and event["type"] not in ACCOUNT_TYPES:
         return "ignored"
