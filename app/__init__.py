@@ -14,7 +14,7 @@ from app.commands import register_commands
 from app.db_pool import server_engine_options
 from app.db_session import AUTOCOMMIT_BIND, autocommit_bind
 from app.error_handlers import register_errorhandlers
-from app.extensions import api, db, limiter, migrate
+from app.extensions import api, db, limiter
 from app.fields import Timestamp
 from app.http import register_http
 from app.observability import register_observability
@@ -95,7 +95,6 @@ def engine_options(config):
 
 def register_extensions(app):
     db.init_app(app)
-    migrate.init_app(app, db)
     limiter.init_app(app)
     api.init_app(app)
     api.register_field(Timestamp, "string", "date-time")

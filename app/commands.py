@@ -23,6 +23,7 @@ from app.entitlements.commands import COMMANDS as ENTITLEMENT_COMMANDS
 from app.extensions import db
 from app.models import Organization, User
 from app.notifications.commands import deliver_notifications_command
+from app.schema import register_migrations
 from app.usage.commands import COMMANDS as USAGE_COMMANDS
 from app.webhook.commands import COMMANDS as WEBHOOK_COMMANDS
 
@@ -170,3 +171,4 @@ def register_commands(app):
             app.cli.add_command(one_line_failures(command), name)
     for command in COMMANDS:
         app.cli.add_command(command)
+    register_migrations(app)

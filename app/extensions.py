@@ -1,5 +1,4 @@
 """Unbound extension objects; ``create_app`` binds them with ``init_app``."""
-from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import MetaData
 
@@ -21,7 +20,5 @@ db = SQLAlchemy(
     ),
     session_options={"expire_on_commit": False, "class_": Session},
 )
-# Batch mode lets Alembic alter SQLite tables (it copies them) with the same migration scripts.
-migrate = Migrate(render_as_batch=True, compare_type=True)
 limiter = RateLimiter()
 api = Api()

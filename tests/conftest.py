@@ -24,6 +24,7 @@ from app.billing.events import REQUIRED_EVENT_TYPES
 from app.extensions import db, limiter
 from app.models import User
 from app.observability.logs import register_logging
+from app.schema import bind as bind_migrations
 from scripts.stripe_emulator.testing import RunningEmulator
 from tests.depth import DEEP
 from tests.receivers import HttpReceiver, SmtpSink
@@ -110,7 +111,7 @@ def _session_database(tmp_path_factory):
 def database_url(tmp_path_factory):
     with _session_database(tmp_path_factory) as url:
         migrating = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": url})
-        with migrating.app_context():
+        with bind_migrations(migrating).app_context():
             upgrade(directory=MIGRATIONS)
             db.engine.dispose()
         yield url

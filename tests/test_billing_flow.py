@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 
 from app.extensions import db
 from app.models import Subscription, User
+from app.schema import bind as bind_migrations
 from tests.support.accounts import bearer, login, register
 from tests.support.billing import DAY
 from tests.support.databases import MIGRATIONS
@@ -178,7 +179,7 @@ def test_notifications_are_paginated_newest_first(flow):
 
 def _migrated_sqlite_app(make_app, path):
     app = make_app(SQLALCHEMY_DATABASE_URI=f"sqlite:///{path}")
-    with app.app_context():
+    with bind_migrations(app).app_context():
         upgrade(directory=MIGRATIONS)
     return app
 

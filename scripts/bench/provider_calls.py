@@ -24,6 +24,7 @@ from werkzeug.serving import make_server
 
 from app import create_app
 from app.extensions import db
+from app.schema import bind as bind_migrations
 from scripts.stripe_emulator.testing import RunningEmulator, _QuietHandler
 
 THREADS = 8
@@ -44,7 +45,7 @@ def serve(limit, emulator, database):
                       "PROVIDER_API_KEY": "sk_test_bench", "PROVIDER_API_BASE": emulator.url,
                       "PROVIDER_WEBHOOK_SECRET": "whsec_bench", "PROVIDER_PLANS": {price: "pro"},
                       "PROVIDER_CALLS_RATE_LIMIT": limit, "LOG_LEVEL": "WARNING"})
-    with app.app_context():
+    with bind_migrations(app).app_context():
         upgrade(directory=MIGRATIONS)
         db.engine.dispose()
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
