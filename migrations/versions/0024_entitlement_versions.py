@@ -20,14 +20,20 @@ depends_on = None
 _FUNCTIONS = """
 CREATE FUNCTION entitlement_version_bump(key text) RETURNS void LANGUAGE sql AS $$
   INSERT INTO entitlement_versions (billable, version)
-  VALUES (key, (random() * 9.2e18)::bigint)
+  SELECT key, (random() * 9.2e18)::bigint WHERE key IS NOT NULL  -- a row of nobody's (its owner's key set null)
   ON CONFLICT (billable) DO UPDATE SET version = EXCLUDED.version
 $$;
 CREATE FUNCTION entitlement_version_of_owner() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  -- A row going with its owner (a cascade) leaves the owner's row to the owner's own trigger.
   IF TG_OP IN ('UPDATE', 'DELETE') THEN
-    PERFORM entitlement_version_bump(CASE WHEN OLD.user_id IS NOT NULL THEN 'user:' || OLD.user_id
-                                          ELSE 'organization:' || OLD.organization_id END);
+    IF OLD.user_id IS NOT NULL THEN
+      IF EXISTS (SELECT 1 FROM users WHERE id = OLD.user_id) THEN
+        PERFORM entitlement_version_bump('user:' || OLD.user_id);
+      END IF;
+    ELSIF EXISTS (SELECT 1 FROM organizations WHERE id = OLD.organization_id) THEN
+      PERFORM entitlement_version_bump('organization:' || OLD.organization_id);
+    END IF;
   END IF;
   IF TG_OP IN ('INSERT', 'UPDATE') THEN
     PERFORM entitlement_version_bump(CASE WHEN NEW.user_id IS NOT NULL THEN 'user:' || NEW.user_id
@@ -37,7 +43,9 @@ BEGIN
 END $$;
 CREATE FUNCTION entitlement_version_of_billable() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM entitlement_version_bump(TG_ARGV[0] || ':' || OLD.id);
+  -- A deleted account or organisation keeps nothing: no row is also no copy's version, and its id is never
+  -- given again.
+  DELETE FROM entitlement_versions WHERE billable = TG_ARGV[0] || ':' || OLD.id;
   RETURN NULL;
 END $$;
 """
