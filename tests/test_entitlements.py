@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 from app import create_app
 from app.config import ConfigError
@@ -17,7 +17,7 @@ from tests.support.accounts import bearer, login, register
 from tests.support.billing import DAY
 from tests.support.config import BASE_CONFIG
 from tests.support.databases import holding_lock
-from tests.support.entitlements import FEATURES, check, consume, service_key
+from tests.support.entitlements import FEATURES, check, consume, service_key, statements_of
 from tests.support.organizations import make_team
 
 
@@ -130,19 +130,9 @@ def test_a_consume_is_one_statement_on_postgresql_four_elsewhere_and_a_repeat_ke
     by either path, and its take is rolled back: the ledger is unchanged."""
     user_id, _ = ada
     consume(client, key, user_id, 1, "warm")  # the key's last_used_at is written at most once a minute
+    first, statements = statements_of(app, lambda: consume(client, key, user_id, 2, "counted"))
     with app.app_context():
-        engine = db.engine
-    statements = []
-
-    def count(conn, cursor, statement, *args):
-        statements.append(statement.split()[0])
-
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        first = consume(client, key, user_id, 2, "counted")
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
-    one_trip = engine.dialect.name == "postgresql"
+        one_trip = db.engine.dialect.name == "postgresql"
     assert statements == (["WITH"] if one_trip else ["SELECT", "SELECT", "INSERT", "INSERT"]), statements
     assert first["used"] == 3 and first["remaining"] == 97
     assert consume(client, key, user_id, 2, "counted") == first, "the first answer, as stored"

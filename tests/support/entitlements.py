@@ -1,4 +1,7 @@
 """Entitlement features of the plans, a service key and the check/consume calls of the entitlements API."""
+from sqlalchemy import event
+
+from app.extensions import db
 from tests.support.usage import make_key
 
 FEATURES = {
@@ -32,3 +35,19 @@ def attach(flow, lookup_key, product=None):
     feature = flow.stripe.v1.entitlements.features.create(params={"lookup_key": lookup_key, "name": lookup_key})
     flow.stripe.v1.products.features.create(product, params={"entitlement_feature": feature.id})
     return feature
+
+
+def statements_of(app, call):
+    """Return ``(call(), the first word of each SQL statement it sent)`` on ``app``'s engine."""
+    with app.app_context():
+        engine = db.engine
+    statements = []
+
+    def count(conn, cursor, statement, *args):
+        statements.append(statement.split()[0])
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        return call(), statements
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
