@@ -60,9 +60,9 @@ PROVIDER_CALL_COSTS = {
     # no live subscription here: one page of the unended ones (a Checkout or payment that cleared before
     # its webhook) and an open Checkout; then the seat: a pending change re-read, the update, a replay's read
     "organizations.accept": 4 + MIGRATION + SCHEDULE_SEATS,
-    # and a seat held for an invitation the removed or demoted admin sent, or the one revoked, withdrawn: its
-    # invoice voided and the subscription read (``organizations.invitations._withdraw``)
-    "organizations.remove": SEAT_REMOVAL + 2,
+    "organizations.remove": SEAT_REMOVAL,  # refused while a seat is held: no hold of a removed admin's to withdraw
+    # a seat held for an invitation the demoted admin sent, or the one revoked, withdrawn: its invoice voided and
+    # the subscription read (``organizations.invitations._withdraw``)
     "organizations.set_role": 2,
     "organizations.revoke": 2,
     "organizations.delete": CUSTOMER_DELETION,
