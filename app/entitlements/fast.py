@@ -20,26 +20,23 @@ from collections import OrderedDict
 
 from flask import current_app, request
 from marshmallow import ValidationError
-from sqlalchemy import bindparam, text
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from app.entitlements.alerts import alert_thresholds
 from app.entitlements.features import entitled
+from app.entitlements.ledger import TIMESTAMPS
 from app.entitlements.metering import report_metered_units
 from app.entitlements.schemas import CheckSchema
 from app.entitlements.service import answer_of, limit_of
 from app.entitlements.summary import periodic, quota_of
 from app.extensions import db
-from app.models import EntitlementBalance
 from app.signals import quota_consumed
-from app.usage.keys import LAST_USED_RESOLUTION, PREFIX, digest
+from app.usage.keys import LAST_USED_RESOLUTION, PREFIX, digest, split
 
 CAPACITY = 10_000
-_CHECK = "entitlements:check"
 _SCHEMA = CheckSchema()
 _QUIET = {id(alert_thresholds), id(report_metered_units)}
-_TYPES = (bindparam("now", type_=EntitlementBalance.updated_at.type),
-          bindparam("reset_at", type_=EntitlementBalance.reset_at.type))
 # ``fresh`` is one row when every copy holds; the take's update adds its own conditions to the ledger's (no held
 # units: the answer needs no returned holds; no threshold ``u`` with used < u <= used + n); the claim inserts the
 # identifier with the answer, ``used`` and ``remaining`` from the take (as ``summary.quota_of``). A concurrent
@@ -70,7 +67,7 @@ _CONSUME = """WITH fresh AS (
   FROM take RETURNING balance_id
 )
 SELECT take.id, take.used FROM take JOIN claim ON claim.balance_id = take.id"""
-_STATEMENTS = {kind: text(_CONSUME.format(table=table)).bindparams(*_TYPES)
+_STATEMENTS = {kind: text(_CONSUME.format(table=table)).bindparams(*TIMESTAMPS)
                for kind, table in (("user", "users"), ("organization", "organizations"))}
 
 
@@ -101,16 +98,15 @@ def remember_billable(kind, ref, snapshot):
         billables.popitem(last=False)
 
 
-def _key(now):
-    """The key id of the request's bearer service key when this worker's copy of it is good for ``now``."""
+def _key(now, ability):
+    """``(key id, digest)`` of the request's bearer service key when this worker's copy of it holds ``ability`` and
+    is good for ``now``, else ``None``."""
     scheme, _, credential = request.headers.get("Authorization", "").strip().partition(" ")
-    key_id, _, secret = credential.strip().partition("|")
-    if scheme.lower() != "bearer" or not (key_id.isascii() and key_id.isdigit() and len(key_id) <= 18):
-        return None
-    copy = _copies()["keys"].get(int(key_id))
-    if copy is None or not secret.startswith(PREFIX) or _CHECK not in copy[1] or now - copy[2] >= LAST_USED_RESOLUTION:
+    parts = split(credential.strip()) if scheme.lower() == "bearer" else None
+    copy = parts and _copies()["keys"].get(parts[0])
+    if not copy or not parts[1].startswith(PREFIX) or ability not in copy[1] or now - copy[2] >= LAST_USED_RESOLUTION:
         return None  # the full path touches ``last_used_at`` once a minute
-    return (int(key_id), copy[0]) if hmac.compare_digest(copy[0], digest(secret)) else None
+    return (parts[0], copy[0]) if hmac.compare_digest(copy[0], digest(parts[1])) else None
 
 
 def _body():
@@ -144,10 +140,11 @@ def _thresholds(spec):
     return [(percent * shown + 99) // 100 for percent in current_app.config["ENTITLEMENT_ALERT_THRESHOLDS"]]
 
 
-def consume(now):
-    """The answer of the request's consume taken in one statement, or ``None`` when the full path must run (nothing
-    was taken). Raises ``SQLAlchemyError`` but for a concurrent claim of the same identifier."""
-    found, body = _key(now), _body()
+def consume(now, ability):
+    """The answer of the request's consume taken in one statement by a service key holding ``ability``, or ``None``
+    when the full path must run (nothing was taken). Raises ``SQLAlchemyError`` but for a concurrent claim of the
+    same identifier."""
+    found, body = _key(now, ability), _body()
     if found is None or body is None:
         return None
     kind, ref = next(iter(body["customer"].items()))

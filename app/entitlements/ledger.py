@@ -101,24 +101,25 @@ _OWNER = "billable, user_id, organization_id"
 _OWNER_VALUES = ":billable, :user_id, :organization_id"
 # The consume path's statements, as text: SQLAlchemy 2.0 does not cache the compiled form of its dialects'
 # ``INSERT ... ON CONFLICT`` constructs (their ``inherit_cache`` is off), so each was compiled again on every
-# consume, a third of its CPU; PostgreSQL and SQLite (3.35+) read the same SQL.
-_TYPES = (bindparam("now", type_=EntitlementBalance.updated_at.type),
-          bindparam("reset_at", type_=EntitlementBalance.reset_at.type))
+# consume, a third of its CPU; PostgreSQL and SQLite (3.35+) read the same SQL. ``TIMESTAMPS``: the types of the
+# timestamps they bind, here and in ``app.entitlements.fast``.
+TIMESTAMPS = (bindparam("now", type_=EntitlementBalance.updated_at.type),
+              bindparam("reset_at", type_=EntitlementBalance.reset_at.type))
 _CLAIM = text(
     f"INSERT INTO entitlement_consumes ({_OWNER}, identifier, feature, required, consumed, balance_id, answer, "
     f"created_at) VALUES ({_OWNER_VALUES}, :identifier, :feature, :amount, :consumed, :balance_id, :answer, :now) "
     "ON CONFLICT (identifier) DO NOTHING RETURNING id").bindparams(
-    _TYPES[0], bindparam("answer", type_=EntitlementConsume.answer.type))
+    TIMESTAMPS[0], bindparam("answer", type_=EntitlementConsume.answer.type))
 # A new period's balance is made with the units taken (they fit: ``take`` checks the limit first); an existing
 # one takes them only if all fit, as ``_change`` does, in the one statement.
 _TAKE = (f"INSERT INTO entitlement_balances ({_OWNER}, feature, period, reset_at, used, reserved, created_at, "
          f"updated_at) VALUES ({_OWNER_VALUES}, :feature, :period, :reset_at, :amount, 0, :now, :now) "
          "ON CONFLICT (billable, feature, period) DO UPDATE SET used = entitlement_balances.used + :amount, "
          "updated_at = :now {condition}RETURNING id, used, reserved")
-_TAKE_UNLIMITED = text(_TAKE.format(condition="")).bindparams(*_TYPES)
+_TAKE_UNLIMITED = text(_TAKE.format(condition="")).bindparams(*TIMESTAMPS)
 _TAKE_LIMITED = text(_TAKE.format(
     condition="WHERE entitlement_balances.used + entitlement_balances.reserved + :amount <= :limit ")
-).bindparams(*_TYPES)
+).bindparams(*TIMESTAMPS)
 
 def _owner_params(owner):
     return {"billable": owner["billable"], "user_id": owner.get("user_id"),

@@ -111,7 +111,7 @@ def one_round_trip(view):
         if not fast.enabled():
             return view(*args, **kwargs)
         started = perf_counter()
-        answer = fast.consume(utcnow())
+        answer = fast.consume(utcnow(), CHECK)
         if answer is None:
             return view(*args, **kwargs)
         metrics.entitlement_consume("consume", perf_counter() - started)

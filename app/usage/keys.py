@@ -73,13 +73,22 @@ def is_service_key(plain_text):
     return plain_text.partition("|")[2].startswith(PREFIX)
 
 
+def split(plain_text):
+    """``(key id, secret)`` of a service key's plain text ``<id>|<secret>``, or ``None`` when the id is malformed."""
+    key_id, _, secret = plain_text.partition("|")
+    if not (key_id.isascii() and key_id.isdigit() and len(key_id) <= 18):
+        return None
+    return int(key_id), secret
+
+
 def authenticate(plain_text):
     """Return the live key ``plain_text`` names (a row: ``id``, ``token``, ``abilities``, ``revoked_at``,
     ``last_used_at``); raise ``Unauthenticated`` for anything else."""
-    key_id, _, secret = plain_text.partition("|")
-    if not (key_id.isascii() and key_id.isdigit() and len(key_id) <= 18):
+    parts = split(plain_text)
+    if parts is None:
         raise Unauthenticated.invalid_token("malformed service key")
-    key = db.session.connection().execute(_LOOKUP, {"key_id": int(key_id)}).first()
+    key_id, secret = parts
+    key = db.session.connection().execute(_LOOKUP, {"key_id": key_id}).first()
     if key is None or key.revoked_at is not None or not hmac.compare_digest(key.token, digest(secret)):
         raise Unauthenticated.invalid_token("unknown or revoked service key")
     return key
