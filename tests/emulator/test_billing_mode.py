@@ -109,12 +109,16 @@ def _credit_lines(invoice):
 def test_a_preview_shows_the_flexible_credit_the_change_makes(stripe_client, emulator, paying, seat):
     sub = _subscribe(stripe_client, paying, seat, 30, discounts=[{"coupon": _free_once(stripe_client)}])
     emulator.advance(15 * DAY)
+    # The emulator's clock runs in real time, so the preview and the change name one proration_date, as Stripe
+    # advises for a preview that must match (https://docs.stripe.com/billing/subscriptions/prorations).
+    when = emulator.clock()
     preview = stripe_client.v1.invoices.create_preview(params={"subscription": sub.id, "subscription_details": {
-        "items": [{"id": sub["items"].data[0].id, "quantity": 15}], "proration_behavior": "always_invoice"}})
-    # Half the period's 15 new seats, to the cent: the emulator's clock runs on in real time between the
-    # subscription and the advance, so the fraction may be a second short of a half.
+        "items": [{"id": sub["items"].data[0].id, "quantity": 15}], "proration_behavior": "always_invoice",
+        "proration_date": when}})
+    # Half the period's 15 new seats, to the cent: the clock may run a second between the subscription and the
+    # advance, so the fraction may be a second short of a half.
     assert _credits(preview) == [] and abs(preview.total - round(15 * SEAT / 2)) <= 1
-    assert _set_seats(stripe_client, sub, 15).latest_invoice.total == preview.total
+    assert _set_seats(stripe_client, sub, 15, proration_date=when).latest_invoice.total == preview.total
 
 
 def test_migrate_moves_classic_to_flexible_once(stripe_client, emulator, paying, seat):
