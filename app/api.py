@@ -1,7 +1,10 @@
 """flask-smorest's ``Api`` and ``Blueprint`` with this service's error shape and JSON body reading, so
 ``/openapi.json`` documents what clients get."""
+from copy import deepcopy
+
 from flask_smorest import Api as SmorestApi
 from flask_smorest import Blueprint as SmorestBlueprint
+from flask_smorest.utils import deepupdate
 
 from app import error_handlers
 from app.jsonbody import JsonBodyParser
@@ -56,6 +59,24 @@ class Blueprint(SmorestBlueprint):
     """A blueprint whose JSON bodies are read by ``app.jsonbody`` (400 ``invalid_json``, 415), documented so."""
 
     ARGUMENTS_PARSER = JsonBodyParser()
+
+    @staticmethod
+    def doc(**kwargs):
+        """flask-smorest's ``Blueprint.doc``: ``kwargs`` merged into the view's OpenAPI operation as written.
+
+        Without its wrapper, and copying only the manual part of the view's document: flask-smorest's deep-copies
+        all of it, the schemas the view's inner decorators stored included, at every ``doc`` a view is given
+        (four or five for a billing view). That was a tenth of what a ``flask`` process spends importing the
+        service (``flask --app wsgi --help``). The view's own document is never changed: it gets a new one.
+        """
+
+        def decorator(func):
+            apidoc = dict(getattr(func, "_apidoc", {}))
+            apidoc["manual_doc"] = deepupdate(deepcopy(apidoc.get("manual_doc", {})), kwargs)
+            func._apidoc = apidoc
+            return func
+
+        return decorator
 
     def arguments(self, schema, *, location="json", **kwargs):
         # One instance for every request: given a class, webargs makes a new one per request, and marshmallow

@@ -13,9 +13,8 @@ another both ways.
 """
 from dataclasses import dataclass
 
-from flask_smorest import Blueprint
-
 from app import http, idempotency
+from app.api import Blueprint
 from app.auth.bearer import ability_required, auth_required, provider_calls_limited
 from app.billing.call_costs import cost_of
 

@@ -3,7 +3,6 @@ import os
 import pty
 import re
 import secrets
-import sqlite3
 import subprocess
 from datetime import UTC, datetime, timedelta
 
@@ -100,13 +99,13 @@ def test_a_lock_wait_that_runs_out_is_one_line(app, make_app, database_url):
     assert one_line_failure(result) == "Error: the database is busy: a lock wait timed out; try again shortly"
 
 
-def test_an_unreachable_provider_is_one_line(tmp_path):
+def test_an_unreachable_provider_is_one_line(tmp_path, migrated_sqlite):
     env = environ(tmp_path, PROVIDER_API_BASE=f"http://127.0.0.1:{free_port()}", PROVIDER_MAX_NETWORK_RETRIES="0")
-    run([*FLASK, "db", "upgrade"], env).check_returncode()
-    created = run([*FLASK, "create-user", "paying@example.com", "--password-stdin"], env, input=PASSWORD + "\n")
-    created.check_returncode()
-    with sqlite3.connect(tmp_path / "app.db") as conn:
-        conn.execute("UPDATE users SET provider_id = 'cus_somewhere'")
+    local = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"]})
+    with local.app_context():  # a user of a Stripe customer
+        db.session.add(User(email="paying@example.com", password_hash="x", provider_id="cus_somewhere"))
+        db.session.commit()
+        db.engine.dispose()
     checked = run([*FLASK, "check-webhook"], env)
     assert checked.returncode == 1 and checked.stdout == ""
     assert _failure_lines(checked.stderr) == ["Error: The payment provider could not be reached; try again shortly."]
@@ -197,9 +196,8 @@ def _read_terminal(args, env):
     return b"".join(chunks).decode()
 
 
-def test_prune_tokens_shows_a_progress_bar_on_a_terminal_only(tmp_path):
+def test_prune_tokens_shows_a_progress_bar_on_a_terminal_only(tmp_path, migrated_sqlite):
     env = environ(tmp_path)
-    run([*FLASK, "db", "upgrade"], env).check_returncode()
     local = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"]})
     _make_tokens(local, [(T0 - timedelta(days=9), T0 - timedelta(days=8, minutes=i)) for i in range(3)])
     with local.app_context():

@@ -6,7 +6,7 @@ from sqlalchemy.exc import OperationalError
 
 from tests.support.accounts import PASSWORD, bearer, login, register
 from tests.support.config import BASE_CONFIG
-from tests.support.databases import holding_lock
+from tests.support.databases import holding_lock, one_second_lock_wait
 from tests.support.errors import assert_error
 
 
@@ -80,11 +80,9 @@ def test_an_out_of_range_page_cursor_is_a_422(client, auth_headers):
 
 def test_a_write_that_waits_out_the_database_lock_is_a_503(make_app, database_url):
     """Another transaction holds the lock a write needs, as a concurrent intent does while it talks
-    to the provider: SQLite's database-wide write lock past ``busy_timeout``, or the user's row on
+    to the provider: SQLite's database-wide write lock past a 1 s ``busy_timeout``, or the user's row on
     PostgreSQL past a 1 s ``lock_timeout`` (an operator's setting; the default waits for the lock)."""
-    postgres = database_url.startswith("postgresql")
-    options = {"connect_args": {"options": "-c lock_timeout=1000"}} if postgres else {}
-    app = make_app(SQLALCHEMY_ENGINE_OPTIONS=options)
+    app = make_app(SQLALCHEMY_ENGINE_OPTIONS=one_second_lock_wait(database_url))
     client = app.test_client()
     headers = bearer(login(client, register(client)["email"]))
     with holding_lock(database_url, "SELECT id FROM users FOR UPDATE"):

@@ -27,6 +27,7 @@ def offset(emulator_url):
     return requests.get(f"{emulator_url}/_emulator/clock", timeout=10).json()["offset_seconds"]
 
 
+@pytest.mark.deep_only
 def test_make_run_remembers_me_and_make_demo_leaves_other_users_as_they_were(tmp_path, capsys):
     stack = Stack(port=free_port(), emulator_port=free_port(), database_url=f"sqlite:///{tmp_path / 'run.db'}",
                   smtp_port=free_port(), maildir=tmp_path / "mail",

@@ -96,7 +96,6 @@ def test_a_rate_limit_store_without_its_client_library_stops_the_master_once(tmp
 
 
 def _serve_and_stop(tmp_path, env, workers):
-    run([*FLASK, "db", "upgrade"], env).check_returncode()
     process, url, log = gunicorn(tmp_path, env, workers)
     try:
         deadline = time.monotonic() + 30
@@ -135,14 +134,14 @@ def test_a_per_process_limit_store_stops_the_master_once(tmp_path, workers, data
     assert not any("Booting worker" in line for line in lines)
 
 
-def test_several_workers_on_memory_start_when_it_is_meant(tmp_path):
+def test_several_workers_on_memory_start_when_it_is_meant(tmp_path, migrated_sqlite):
     env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET, RATELIMIT_ALLOW_MEMORY="true")
     log = _serve_and_stop(tmp_path, env, workers=2)
     assert "RATELIMIT_STORAGE_URI" not in log
     assert log.count("Booting worker") == 2
 
 
-def test_one_worker_on_sqlite_or_a_shared_store_starts(tmp_path):
+def test_one_worker_on_sqlite_or_a_shared_store_starts(tmp_path, migrated_sqlite):
     env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET)
     assert "RATELIMIT_STORAGE_URI" not in _serve_and_stop(tmp_path, env, workers=1)
     # A shared store, named only: starting and answering /health never connect to it.

@@ -2,8 +2,8 @@
 from functools import wraps
 
 from flask import current_app, g, request
-from flask_smorest import Blueprint
 
+from app.api import Blueprint
 from app.auth import abilities, tokens
 from app.billing.call_costs import cost_of
 from app.errors import InsufficientScope, TokenReused, Unauthenticated

@@ -3,9 +3,9 @@ import hmac
 import logging
 
 from flask import Response, current_app, request
-from flask_smorest import Blueprint
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.api import Blueprint
 from app.errors import NotFound, Unauthenticated
 from app.observability import metrics
 from app.signals import metrics_scraping

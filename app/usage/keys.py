@@ -14,9 +14,9 @@ from datetime import timedelta
 from functools import wraps
 
 from flask import g, request
-from flask_smorest import Blueprint
 from sqlalchemy import bindparam, select, update
 
+from app.api import Blueprint
 from app.auth import tokens
 from app.errors import InsufficientScope, NotFound, TokenReused, Unauthenticated
 from app.extensions import db

@@ -17,7 +17,7 @@ from app.models import Notification, Subscription, User, WebhookEvent
 from app.signals import webhook_handled
 from tests.ports import free_port
 from tests.support.accounts import bearer, login, register
-from tests.support.databases import holding_lock
+from tests.support.databases import holding_lock, one_second_lock_wait
 from tests.support.events import deliver
 from tests.support.reliability import activating_update, post_event, start_paid_subscriptions
 
@@ -163,14 +163,13 @@ def test_database_lost_mid_webhook_is_listed_as_failed_and_its_replay_equals_an_
 
 def test_database_locked_by_another_writer_answers_5xx_and_the_redelivery_succeeds(
         make_app, paid_event, database_url, tally):
-    """SQLite: another connection holds ``BEGIN EXCLUSIVE`` past the ``busy_timeout``.
+    """SQLite: another connection holds ``BEGIN EXCLUSIVE`` past a 1 s ``busy_timeout``.
 
     PostgreSQL: another transaction holds the ledger table locked and the service's sessions run
     with a 1 s ``lock_timeout`` (an operator's setting; the default waits for the lock).
     """
-    postgres = database_url.startswith("postgresql")
-    options = {"connect_args": {"options": "-c lock_timeout=1000"}} if postgres else {}
-    app = make_app(SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True, **options}, PROPAGATE_EXCEPTIONS=False)
+    app = make_app(SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True, **one_second_lock_wait(database_url)},
+                   PROPAGATE_EXCEPTIONS=False)
     client = app.test_client()
     with holding_lock(database_url, "LOCK TABLE webhook_events IN ACCESS EXCLUSIVE MODE"):
         response = deliver(client, paid_event)

@@ -1,4 +1,4 @@
-"""The migrations folder and a lock held from a second connection, for the database tests."""
+"""The migrations folder, a lock held from a second connection and a short lock wait, for the database tests."""
 import os
 import sqlite3
 from contextlib import contextmanager
@@ -6,6 +6,14 @@ from contextlib import contextmanager
 from sqlalchemy import create_engine, text
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "migrations")
+
+
+def one_second_lock_wait(database_url):
+    """Engine options under which the service's sessions wait 1 s for a lock: PostgreSQL's ``lock_timeout``
+    (an operator's setting; the default waits for the lock), SQLite's busy timeout (the default is 5 s)."""
+    if database_url.startswith("postgresql"):
+        return {"connect_args": {"options": "-c lock_timeout=1000"}}
+    return {"connect_args": {"timeout": 1}}
 
 
 @contextmanager
