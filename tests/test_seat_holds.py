@@ -140,3 +140,28 @@ def test_reconcile_leaves_a_held_seat_to_stripe(team):
     pay_on_stripes_page(invoice)
     team.flow.deliver()
     assert team.stripe_quantity(subscription_id) == team.members() == 2
+
+
+def _holds(team):
+    with team.app.app_context():
+        return db.session.scalars(select(SeatChange.status).where(SeatChange.organization_id == team.org)).all()
+
+
+@pytest.mark.parametrize("told", ["webhook", "sync"])
+def test_a_hold_ends_with_the_subscription_stripe_cancelled_and_the_invitation_stays(team, told):
+    """The organisation's subscription is cancelled at Stripe (its Dashboard, say) while a seat is held: the pending
+    update went with it, so the hold ends when the end is written, by its webhook or, that lost, by ``flask
+    sync-user --all``; reading the hold before then changes nothing. The invitation stays: without a subscription
+    the invitee joins freely."""
+    subscription_id, invitation, _ = declined_seat(team, "cy")
+    team.flow.stripe.v1.subscriptions.cancel(subscription_id)
+    assert team.client.get(team.base, headers=team.ada).status_code == 200
+    assert _holds(team) == ["held"], "a read writes nothing"
+    if told == "webhook":
+        team.flow.deliver()
+    else:
+        synced = team.app.test_cli_runner().invoke(args=["sync-user", "--all"])
+        assert synced.exit_code == 0, synced.output
+    assert _holds(team) == ["expired"]
+    assert team.accept("cy", invitation).status_code == 200
+    assert team.members() == 2 and team.flow.stripe.v1.subscriptions.retrieve(subscription_id).status == "canceled"

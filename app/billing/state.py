@@ -5,6 +5,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import joinedload
 
 from app.billing import objects, redemptions, writer
+from app.billing.statuses import TERMINAL_STATUSES
 from app.extensions import db
 from app.models import BILLABLE_KINDS, Subscription
 from app.timeutil import from_timestamp, utcnow
@@ -133,4 +134,6 @@ def apply_subscription(billable, obj, as_of):
     writer.write_items(subscription, [{"provider_id": data["id"], "provider_price": objects.price_of(data),
                                        "provider_product": objects.product_of(data),
                                        "quantity": data.get("quantity")} for data in items])
+    if values["provider_status"] in TERMINAL_STATUSES:
+        writer.end_seat_holds(billable, obj["id"])
     return subscription

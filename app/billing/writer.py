@@ -22,6 +22,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from app.extensions import db
 from app.models import Notification, NotificationDelivery, Subscription, SubscriptionItem
 from app.models.delivery import PENDING
+from app.models.seat import EXPIRED, HELD, SeatChange
 from app.timeutil import utcnow
 
 # The columns a write sets; the billable's (``user_id`` or ``organization_id``), ``type``, ``provider_id``
@@ -134,6 +135,17 @@ def write_items(subscription, items):
         for provider_id in gone:
             db.session.expunge(existing[provider_id])
     set_committed_value(subscription, "items", kept)
+
+
+def end_seat_holds(billable, provider_id):
+    """End the seats held for invitees on the subscription ``provider_id``, which Stripe ended: its pending update
+    went with it (https://docs.stripe.com/billing/subscriptions/pending-updates-reference), as when Stripe drops
+    the update unpaid (``app.organizations.seats.expire``); the invitations stay valid. Only an organisation
+    holds seats. One statement; loaded holds are given the new status."""
+    if billable.kind == "organization":
+        db.session.execute(update(SeatChange).where(
+            SeatChange.organization_id == billable.id, SeatChange.status == HELD,
+            SeatChange.provider_subscription == provider_id).values(status=EXPIRED, resolved_at=utcnow()))
 
 
 def write_billable(billable, **values):

@@ -15,7 +15,7 @@ subscription starts at the member count; but while one is being started (its fir
 open) nobody joins (``refuse_while_first_payment_open``). Nothing here commits.
 """
 from flask import current_app
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 
 from app import timeutil
 from app.billing import objects, prices
@@ -25,7 +25,7 @@ from app.extensions import db
 from app.idempotency import provider_key
 from app.models import Invitation, Membership, User
 from app.models.organization import MANAGERS
-from app.models.seat import ADMITTED, APPLIED, EXPIRED, HELD, SeatChange
+from app.models.seat import ADMITTED, APPLIED, EXPIRED, HELD, SeatChange, held_on
 from app.notifications import notify_account, notify_membership
 from app.subscription import current, schedules
 from app.subscription.errors import PaymentPending, PaymentRequired
@@ -119,23 +119,19 @@ def _refuse_while_pending(organization, subscription):
     current.write(organization, live)
     if objects.pending_update_of(live) is not None:
         raise SeatChangePending()
-    if held is not None:
+    if held is not None and held.status == HELD:  # not ended with the subscription, as Stripe just said
         settle_held(held, live)
 
 
 def held_seat(organization):
     """The organisation's seat held for an invitee while its charge waits for payment, or ``None``: at most
-    one, since every other seat change waits for it (``_refuse_while_pending``). A seat held on a subscription
-    that is no longer the live one ended with it (its pending update went with the cancel): it expires here."""
+    one, since every other seat change waits for it (``_refuse_while_pending``). Only a hold on the live
+    subscription is one: a hold on a subscription Stripe ended ended with it, written so by the webhook or the
+    sync that brought the end (``app.billing.writer.end_seat_holds``)."""
     subscription = seat_subscription(organization)
-    held = None
-    for change in db.session.scalars(select(SeatChange).where(SeatChange.organization_id == organization.id,
-                                                              SeatChange.status == HELD)).all():
-        if subscription is not None and change.provider_subscription == subscription.provider_id:
-            held = change
-        else:
-            expire(change)
-    return held
+    if subscription is None:
+        return None
+    return db.session.scalars(held_on(organization.id, [subscription.provider_id])).first()
 
 
 def change_seats(organization, delta, reason, invitation=None, user=None):
@@ -189,20 +185,6 @@ def change_seats(organization, delta, reason, invitation=None, user=None):
 
 def _invoice_id(live):
     return objects.ref_id(live.get("latest_invoice")) if live.get("latest_invoice") else None
-
-
-def settle(organization):
-    """Settle the organisation's held seat from Stripe (one call, only when a seat is held), for ``flask
-    reconcile`` and ``sync``, which may run when a webhook was lost; return whether a seat change still waits
-    for payment (its quantity is then Stripe's to apply: nothing is drifted). Under the organisation's lock."""
-    held = held_seat(organization)
-    if held is None:
-        return False
-    live = get_provider().retrieve_subscription(held.provider_subscription)
-    if objects.pending_update_of(live) is not None:
-        return True
-    settle_held(held, live)
-    return False
 
 
 def settle_held(held, live):
