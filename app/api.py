@@ -66,8 +66,8 @@ class Blueprint(SmorestBlueprint):
 
         Without its wrapper, and copying only the manual part of the view's document: flask-smorest's deep-copies
         all of it, the schemas the view's inner decorators stored included, at every ``doc`` a view is given
-        (four or five for a billing view). That was a tenth of what a ``flask`` process spends importing the
-        service (``flask --app wsgi --help``). The view's own document is never changed: it gets a new one.
+        (four or five for a billing view): about 5% of the instructions of ``import wsgi`` (callgrind: 3.33 to
+        3.17 billion), paid by every ``flask`` process. The view's own document is never changed: it gets a new one.
         """
 
         def decorator(func):

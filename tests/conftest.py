@@ -53,41 +53,13 @@ def pytest_collection_finish(session):
 def pytest_collection_modifyitems(config, items):
     """Leave the ``deep_only`` tests to ``make test-deep`` (``TEST_DEEP=1``, which CI runs): under ``make
     test`` they are deselected (the report's header says so, and without xdist its summary counts
-    them), never skipped. Under xdist, each worker's share starts with its part of the long tests."""
-    if not DEEP:
-        deep_only = [item for item in items if item.get_closest_marker("deep_only")]
-        if deep_only:
-            config.hook.pytest_deselected(items=deep_only)
-            items[:] = [item for item in items if not item.get_closest_marker("deep_only")]
-    workers = getattr(config, "workerinput", {}).get("workercount", 1)
-    items[:] = _long_first(items, workers)
-
-
-# The modules whose tests take seconds each: processes started and killed (gunicorn, flask commands), lock
-# waits, generated inputs.
-_LONG = ("tests/reliability/", "tests/test_startup.py", "tests/test_commands.py", "tests/test_openapi_conformance.py")
-
-
-def _long_first(items, workers):
-    """``items`` ordered so that each of the ``workers`` parts xdist's ``worksteal`` hands out first (contiguous,
-    as even as it makes them) starts with its share of the long tests, dealt in turn.
-
-    In collection order, a worker that meets a long test last runs it alone while the others have finished: a
-    run on 2 cores ended with 14 s of one worker busy, the last of them a 16 s kill test. A worker that runs out
-    takes tests from the end of another's part, so the long ones are not left to the end.
-    """
-    long = [item for item in items if item.nodeid.startswith(_LONG)]
-    if workers < 2 or not long:
-        return items
-    rest = [item for item in items if not item.nodeid.startswith(_LONG)]
-    ordered, left = [], len(items)
-    for worker in range(workers):
-        size = left // (workers - worker)
-        share = long[worker::workers]
-        ordered += share + rest[:size - len(share)]
-        rest = rest[size - len(share):]
-        left -= size
-    return ordered + rest
+    them), never skipped."""
+    if DEEP:
+        return
+    deep_only = [item for item in items if item.get_closest_marker("deep_only")]
+    if deep_only:
+        config.hook.pytest_deselected(items=deep_only)
+        items[:] = [item for item in items if not item.get_closest_marker("deep_only")]
 
 
 def _reset_schema(url):

@@ -99,7 +99,8 @@ def test_a_lock_wait_that_runs_out_is_one_line(app, make_app, database_url):
     assert one_line_failure(result) == "Error: the database is busy: a lock wait timed out; try again shortly"
 
 
-def test_an_unreachable_provider_is_one_line(tmp_path, migrated_sqlite):
+@pytest.mark.usefixtures("migrated_sqlite")
+def test_an_unreachable_provider_is_one_line(tmp_path):
     env = environ(tmp_path, PROVIDER_API_BASE=f"http://127.0.0.1:{free_port()}", PROVIDER_MAX_NETWORK_RETRIES="0")
     local = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"]})
     with local.app_context():  # a user of a Stripe customer
@@ -196,7 +197,8 @@ def _read_terminal(args, env):
     return b"".join(chunks).decode()
 
 
-def test_prune_tokens_shows_a_progress_bar_on_a_terminal_only(tmp_path, migrated_sqlite):
+@pytest.mark.usefixtures("migrated_sqlite")
+def test_prune_tokens_shows_a_progress_bar_on_a_terminal_only(tmp_path):
     env = environ(tmp_path)
     local = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"]})
     _make_tokens(local, [(T0 - timedelta(days=9), T0 - timedelta(days=8, minutes=i)) for i in range(3)])

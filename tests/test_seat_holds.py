@@ -148,20 +148,21 @@ def _holds(team):
 
 
 @pytest.mark.parametrize("told", ["webhook", "sync"])
-def test_a_hold_ends_with_the_subscription_stripe_cancelled_and_the_invitation_stays(team, told):
-    """The organisation's subscription is cancelled at Stripe (its Dashboard, say) while a seat is held: the pending
-    update went with it, so the hold ends when the end is written, by its webhook or, that lost, by ``flask
-    sync-user --all``; reading the hold before then changes nothing. The invitation stays: without a subscription
-    the invitee joins freely."""
-    subscription_id, invitation, _ = declined_seat(team, "cy")
+def test_a_hold_ends_with_the_subscription_stripe_cancelled_and_its_invoice_cannot_be_paid(team, told):
+    """The organisation's subscription is cancelled at Stripe (its Dashboard, say) while a seat is held: the hold
+    ends when the end is written, by the webhook or, that late, by ``flask sync-user --all``; the webhook voids the
+    held invoice, which cancelling left open, so paying it on Stripe's page charges nothing. The invitation stays:
+    without a subscription the invitee joins freely."""
+    subscription_id, invitation, invoice = declined_seat(team, "cy")
+    before = charged(team, subscription_id)
     team.flow.stripe.v1.subscriptions.cancel(subscription_id)
-    assert team.client.get(team.base, headers=team.ada).status_code == 200
-    assert _holds(team) == ["held"], "a read writes nothing"
-    if told == "webhook":
-        team.flow.deliver()
-    else:
+    if told == "sync":
         synced = team.app.test_cli_runner().invoke(args=["sync-user", "--all"])
         assert synced.exit_code == 0, synced.output
+        assert _holds(team) == ["expired"]
+    team.flow.deliver()
     assert _holds(team) == ["expired"]
+    pay_on_stripes_page(invoice, refused=True)
+    assert charged(team, subscription_id) == before
     assert team.accept("cy", invitation).status_code == 200
     assert team.members() == 2 and team.flow.stripe.v1.subscriptions.retrieve(subscription_id).status == "canceled"

@@ -134,14 +134,16 @@ def test_a_per_process_limit_store_stops_the_master_once(tmp_path, workers, data
     assert not any("Booting worker" in line for line in lines)
 
 
-def test_several_workers_on_memory_start_when_it_is_meant(tmp_path, migrated_sqlite):
+@pytest.mark.usefixtures("migrated_sqlite")
+def test_several_workers_on_memory_start_when_it_is_meant(tmp_path):
     env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET, RATELIMIT_ALLOW_MEMORY="true")
     log = _serve_and_stop(tmp_path, env, workers=2)
     assert "RATELIMIT_STORAGE_URI" not in log
     assert log.count("Booting worker") == 2
 
 
-def test_one_worker_on_sqlite_or_a_shared_store_starts(tmp_path, migrated_sqlite):
+@pytest.mark.usefixtures("migrated_sqlite")
+def test_one_worker_on_sqlite_or_a_shared_store_starts(tmp_path):
     env = environ(tmp_path, PROVIDER_WEBHOOK_SECRET=WEBHOOK_SECRET)
     assert "RATELIMIT_STORAGE_URI" not in _serve_and_stop(tmp_path, env, workers=1)
     # A shared store, named only: starting and answering /health never connect to it.

@@ -38,7 +38,8 @@ class EventType:
 EVENT_TYPES = {
     "customer.subscription.created": EventType("subscription", True, (COMMIT_PLAN, COMMIT_PAYMENT_METHOD)),
     "customer.subscription.updated": EventType("subscription", True, (COMMIT_PLAN, COMMIT_PAYMENT_METHOD)),
-    "customer.subscription.deleted": EventType("subscription", True, (COMMIT_PLAN,)),
+    # A seat held on it ended with it (its writer), and the held invoice, still open, is voided.
+    "customer.subscription.deleted": EventType("subscription", True, (COMMIT_PLAN, ADMIT_SEATS)),
     # Stripe sends it three days before a trial ends, with the subscription as it is then.
     "customer.subscription.trial_will_end": EventType("subscription", True, (COMMIT_PLAN,)),
     # A swap's pending update (payment_behavior=pending_if_incomplete) was paid and applied, or

@@ -14,6 +14,9 @@ written by ``INSERT ... ON CONFLICT (provider_id) DO UPDATE ... WHERE`` the stor
 which the caller resolved by the statuses' stages or by reading the live object) and the row is the
 same user's, so an older event can never roll a row back, whatever the order of concurrent
 transactions. PostgreSQL and SQLite (3.24+; ``RETURNING`` 3.35+) speak the same SQL.
+
+``end_seat_holds`` is the exception: an ORM bulk ``UPDATE``, built per call, as it runs only when a subscription
+ends, and the session's loaded holds must see their new status.
 """
 from sqlalchemy import bindparam, inspect, text, update
 from sqlalchemy.orm import make_transient_to_detached

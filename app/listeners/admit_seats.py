@@ -6,7 +6,8 @@ told; unpaid when Stripe's pending update expires, the hold ends and the invitat
 (``app.organizations.seats``). ``invoice.paid`` names the invoice; ``pending_update_applied`` and
 ``pending_update_expired`` name it as the subscription's ``latest_invoice``
 (https://docs.stripe.com/billing/subscriptions/pending-updates-reference). Each settles only the seat
-held for that invoice, once: a redelivered or late event finds it settled.
+held for that invoice, once: a redelivered or late event finds it settled. ``customer.subscription.deleted``
+voids the invoice of a seat held on the subscription, which its writer ended (``seats.void_ended_hold``).
 """
 from sqlalchemy import select
 
@@ -19,6 +20,7 @@ from app.signals import webhook_handled
 
 EVENT_TYPES = handled_by(ADMIT_SEATS)
 EXPIRED = "customer.subscription.pending_update_expired"
+DELETED = "customer.subscription.deleted"
 
 
 @webhook_handled.connect
@@ -34,6 +36,10 @@ def admit_seats(sender, event, **extra):
     billable = extra.get("billable") or state.billable_for_customer(objects.customer_id_of(obj))
     if billable is None:
         return False
+    if event["type"] == DELETED:
+        if billable.kind == "organization":
+            seats.void_ended_hold(billable, obj)
+        return True
     invoice = objects.ref_id(obj.get("id") if obj.get("object") == "invoice" else obj.get("latest_invoice"))
     # Only an organisation's seats are held; a user's own subscription has none.
     held = db.session.scalars(select(SeatChange).where(

@@ -15,9 +15,10 @@ from app import email_tokens
 from app.auth.service import normalise_email
 from app.billing import objects
 from app.billing.provider import get_provider
+from app.billing.statuses import LIVE_STATUSES
 from app.errors import EmailUnverified, InvalidEmailToken
 from app.extensions import db, limiter
-from app.models import User
+from app.models import Subscription, User
 from app.models.organization import MANAGERS, MEMBER, Invitation, Membership
 from app.models.seat import HELD, SeatChange
 from app.notifications import notify_account, notify_membership
@@ -90,7 +91,10 @@ def refuse_unbounded_holds(user):
 
 
 def _held_for(user):
-    return db.session.scalars(select(SeatChange).where(SeatChange.user_id == user.id, SeatChange.status == HELD)
+    # On a subscription still live, as ``seat_count`` counts them: a hold left on one that ended holds nothing.
+    live = select(Subscription.provider_id).where(Subscription.provider_status.in_(LIVE_STATUSES))
+    return db.session.scalars(select(SeatChange).where(SeatChange.user_id == user.id, SeatChange.status == HELD,
+                                                       SeatChange.provider_subscription.in_(live))
                               .order_by(SeatChange.organization_id)).all()
 
 

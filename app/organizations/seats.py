@@ -15,7 +15,7 @@ subscription starts at the member count; but while one is being started (its fir
 open) nobody joins (``refuse_while_first_payment_open``). Nothing here commits.
 """
 from flask import current_app
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 
 from app import timeutil
 from app.billing import objects, prices
@@ -221,6 +221,24 @@ def admit(held):
     notify_membership(organization, "member_joined", user, {"role": held.role})
     notify_account(user, "invitation_accepted", {"organization": {"id": organization.id, "name": organization.name},
                                                  "role": held.role})
+
+
+def void_ended_hold(organization, live):
+    """Stripe ended the subscription ``live`` (a dict, as its ``customer.subscription.deleted`` event carries it)
+    while a seat on it was held: the hold ended with it (``app.billing.writer.end_seat_holds``), but the held
+    invoice stays open, as cancelling leaves a subscription's open invoices (https://docs.stripe.com/billing/
+    subscriptions/cancel), and paying it on Stripe's page would charge a seat nobody can take. It is voided
+    (``POST /v1/invoices/{id}/void``; one that is paid or void already is left as it is): the subscription's
+    ``latest_invoice``, when a hold on it names it, since every other seat change waits for a held one. At most one
+    call; raises ``ProviderUnavailable`` (503, Stripe retries the event) and ``ProviderRejected`` (502)."""
+    invoice = objects.ref_id(live.get("latest_invoice")) if live.get("latest_invoice") else None
+    if invoice is None:
+        return
+    holds = db.session.scalars(select(SeatChange.status).where(
+        SeatChange.organization_id == organization.id, SeatChange.provider_subscription == live["id"],
+        SeatChange.invoice == invoice)).all()
+    if any(status in (HELD, EXPIRED) for status in holds):
+        get_provider().void_invoice(invoice)
 
 
 def expire(held):
