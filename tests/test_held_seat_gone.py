@@ -14,7 +14,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import SeatChange
 from tests.support.accounts import PASSWORD
-from tests.support.billing import start_flow
+from tests.support.billing import measured, start_flow
 from tests.support.organizations import Team, charged, declined_seat, me, pay_on_stripes_page
 
 
@@ -97,3 +97,32 @@ def test_an_invoice_paid_just_before_the_revoke_admits_nobody(team):
     assert team.client.get(team.base, headers=team.headers["cy"]).status_code == 404, "nobody admitted"
     assert "member_joined" not in [n["kind"] for n in team.client.get(
         "/notifications?limit=100", headers=team.ada).json["data"]]
+
+
+def test_an_invitee_with_seats_held_in_two_organisations_cannot_delete_their_account_yet(team):
+    """An account deletion withdraws the invitee's held seat (two Stripe calls: bounded work, CONTRACT "Changes to
+    the fifth round"); with seats held in two organisations it is ``409 payment_pending`` before any Stripe call,
+    and both holds, their invoices and the account stay as they were. Once one of them ended, it goes through."""
+    first, _, invoice = declined_seat(team, "cy")
+    other = Team(team.flow)
+    other.headers = team.headers
+    second = other.subscribe()
+    other.fail_card(second)
+    declined = other.accept("cy", other.invite("cy"))
+    assert declined.status_code == 402, declined.json
+    status, calls = measured(team.flow, lambda: team.client.delete(
+        "/auth/me", json={"password": PASSWORD}, headers=team.headers["cy"]))
+    assert (status, calls) == (409, 0)
+    answer = team.client.delete("/auth/me", json={"password": PASSWORD}, headers=team.headers["cy"])
+    assert answer.json["error"]["code"] == "payment_pending" and "more than one organisation" in \
+        answer.json["error"]["message"]
+    assert statuses(team) == statuses(other) == ["held"]
+    assert team.flow.stripe.v1.invoices.retrieve(invoice.id).status == "open"
+    assert team.client.get("/auth/me", headers=team.headers["cy"]).status_code == 200
+    # The second organisation's subscription ends at Stripe, and its hold with it: one is left, withdrawn.
+    team.flow.stripe.v1.subscriptions.cancel(second)
+    team.flow.deliver()
+    assert statuses(other) == ["expired"]
+    deleted = team.client.delete("/auth/me", json={"password": PASSWORD}, headers=team.headers["cy"])
+    assert deleted.status_code == 204, deleted.json
+    assert statuses(team) == ["expired"] and team.flow.stripe.v1.invoices.retrieve(invoice.id).status == "void"

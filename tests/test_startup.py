@@ -103,12 +103,14 @@ def _serve_and_stop(tmp_path, env, workers):
             try:
                 if requests.get(url + "/health", timeout=2).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not listening yet, or a worker still loading
                 pass
             assert process.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
-        for _ in range(4):  # several requests, so that every worker has loaded the app
-            requests.get(url + "/health", timeout=2)
+        # Several requests, so that every worker has loaded the app; a worker's first request loads what serving
+        # needs (the Stripe SDK: gunicorn.conf.py), which took over 2 s on a loaded 2-core VM.
+        for _ in range(4):
+            requests.get(url + "/health", timeout=15)
     finally:
         process.terminate()
         process.wait(30)
