@@ -20,6 +20,7 @@ from tests.support.accounts import PASSWORD, login
 from tests.support.config import BASE_CONFIG
 from tests.support.databases import MIGRATIONS, holding_lock
 from tests.support.processes import FLASK, ROOT, environ, run
+from tests.support.usage import add_customer_user
 
 LOG_RECORD = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (WARNING|INFO|ERROR) \[")
 
@@ -103,9 +104,8 @@ def test_a_lock_wait_that_runs_out_is_one_line(app, make_app, database_url):
 def test_an_unreachable_provider_is_one_line(tmp_path):
     env = environ(tmp_path, PROVIDER_API_BASE=f"http://127.0.0.1:{free_port()}", PROVIDER_MAX_NETWORK_RETRIES="0")
     local = create_app({**BASE_CONFIG, "SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"]})
-    with local.app_context():  # a user of a Stripe customer
-        db.session.add(User(email="paying@example.com", password_hash="x", provider_id="cus_somewhere"))
-        db.session.commit()
+    add_customer_user(local, "cus_somewhere", "paying@example.com")
+    with local.app_context():
         db.engine.dispose()
     checked = run([*FLASK, "check-webhook"], env)
     assert checked.returncode == 1 and checked.stdout == ""
