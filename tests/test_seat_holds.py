@@ -147,20 +147,26 @@ def _holds(team):
         return db.session.scalars(select(SeatChange.status).where(SeatChange.organization_id == team.org)).all()
 
 
-@pytest.mark.parametrize("told", ["webhook", "sync"])
+@pytest.mark.parametrize("told", ["webhook", "sync", "sync alone"])
 def test_a_hold_ends_with_the_subscription_stripe_cancelled_and_its_invoice_cannot_be_paid(team, told):
     """The organisation's subscription is cancelled at Stripe (its Dashboard, say) while a seat is held: the hold
-    ends when the end is written, by the webhook or, that late, by ``flask sync-user --all``; the webhook voids the
-    held invoice, which cancelling left open, so paying it on Stripe's page charges nothing. The invitation stays:
-    without a subscription the invitee joins freely."""
+    ends when the end is written, by the webhook or, that late, by ``flask sync-user --all``; whichever ends it
+    voids the held invoice, which cancelling left open, so paying it on Stripe's page charges nothing, even when
+    the event of the end never comes ("sync alone"; a dry run of ``flask reconcile`` before it voids nothing). The
+    invitation stays: without a subscription the invitee joins freely."""
     subscription_id, invitation, invoice = declined_seat(team, "cy")
     before = charged(team, subscription_id)
     team.flow.stripe.v1.subscriptions.cancel(subscription_id)
-    if told == "sync":
+    if told == "sync alone":
+        dry = team.app.test_cli_runner().invoke(args=["reconcile", "--dry-run"])
+        assert dry.exit_code == 0, dry.output
+        assert team.flow.stripe.v1.invoices.retrieve(invoice.id).status == "open" and _holds(team) == ["held"]
+    if told != "webhook":
         synced = team.app.test_cli_runner().invoke(args=["sync-user", "--all"])
         assert synced.exit_code == 0, synced.output
         assert _holds(team) == ["expired"]
-    team.flow.deliver()
+    if told != "sync alone":
+        team.flow.deliver()
     assert _holds(team) == ["expired"]
     pay_on_stripes_page(invoice, refused=True)
     assert charged(team, subscription_id) == before

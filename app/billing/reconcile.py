@@ -78,8 +78,8 @@ class ReconcileResult:
 
 
 class DryRunProvider:
-    """The provider for a dry run: every read passes through; the one write a sync can make
-    (promoting the paying card to the customer's default) is skipped."""
+    """The provider for a dry run: every read passes through; the writes a sync can make (promoting the paying
+    card to the customer's default, voiding the invoice of a seat held on an ended subscription) are skipped."""
 
     def __init__(self, provider):
         self._provider = provider
@@ -91,6 +91,9 @@ class DryRunProvider:
         """Skip the write; answer as the write would have (the new default, named by id: the caller reads
         it), so the local mirror of the card is computed as if it had happened."""
         return {"id": customer_id, "invoice_settings": {"default_payment_method": payment_method_id}}
+
+    def void_invoice(self, invoice_id):
+        """Skip the write: nothing is read from its answer."""
 
 
 def _may_have_drifted(now, stale_days):

@@ -7,7 +7,9 @@ from flask import current_app
 from sqlalchemy import inspect
 
 from app.billing import objects, payment_methods, plans, schedules, state
+from app.billing.statuses import TERMINAL_STATUSES
 from app.extensions import db
+from app.models.seat import SeatChange, held_on
 from app.signals import billable_synced
 
 # Columns that are not the billable's billing state: keys, and times every write moves (a live read
@@ -86,17 +88,21 @@ def sync_billable(provider, billable):
 
     The live state counts as "now", so webhooks older than it that arrive later change nothing.
     Local subscriptions the provider no longer has are deleted; then the same plan and payment
-    method logic as the listeners runs. Returns a ``SyncResult`` listing every stored field that
-    changed. The caller commits. Raises ``ProviderUnavailable`` and ``ProviderRejected``.
+    method logic as the listeners runs. A seat held on a subscription Stripe ended ends as it is written
+    (``state.apply_subscription``) and its invoice is voided (``_void_ended_holds``), as the listener of
+    ``customer.subscription.deleted`` does: that event may never have come. Returns a ``SyncResult`` listing every
+    stored field that changed. The caller commits. Raises ``ProviderUnavailable`` and ``ProviderRejected``.
     """
     billable.lock()
     before = snapshot(billable)
     if billable.provider_id:
         live = provider.list_subscriptions(billable.provider_id)
+        held = _held_invoices(billable, live)
         as_of = state.live_as_of()
         for obj in live:
             # Its Stripe schedule too (CONTRACT "Plan changes at the period's end"): one read when it has one.
             schedules.refresh(provider, state.apply_subscription(billable, obj, as_of), obj)
+        _void_ended_holds(provider, live, held)
         live_ids = {obj["id"] for obj in live}
         for subscription in list(billable.subscriptions):
             if subscription.provider_id not in live_ids:
@@ -111,6 +117,26 @@ def sync_billable(provider, billable):
     features = [FieldChange(*change) for _, changes in answers for change in changes]
     db.session.flush()
     return SyncResult(billable.billable_key, billable.stripe_email, diff(before, snapshot(billable)) + features)
+
+
+def _held_invoices(billable, live):
+    """The invoices of the seats held on ``live``'s subscriptions before this sync writes them (only an
+    organisation holds seats)."""
+    if not billable.seated:
+        return set()
+    return set(db.session.scalars(held_on(billable.id, [obj["id"] for obj in live]).with_only_columns(
+        SeatChange.invoice)))
+
+
+def _void_ended_holds(provider, live, held):
+    """Void each invoice of ``held`` that is the ``latest_invoice`` of a subscription of ``live`` Stripe ended:
+    cancelling leaves it open (https://docs.stripe.com/billing/subscriptions/cancel), and paid on Stripe's page it
+    would charge a seat nobody can take (``app.organizations.seats.void_ended_hold``, the webhook's way). Only a
+    hold this sync ended, so a later sync calls Stripe no more."""
+    for obj in live:
+        invoice = objects.ref_id(obj.get("latest_invoice"))
+        if obj.get("status") in TERMINAL_STATUSES and invoice in held:
+            provider.void_invoice(invoice)
 
 
 def _sync_payment_method(provider, billable, live_by_id):

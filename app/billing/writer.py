@@ -144,8 +144,9 @@ def end_seat_holds(billable, provider_id):
     """End the seats held for invitees on the subscription ``provider_id``, which Stripe ended: nobody can take a
     seat on it any more, so the hold ends as when Stripe drops the pending update unpaid
     (``app.organizations.seats.expire``); the invitations stay valid. The held invoice, which the end leaves open,
-    is voided by the listener of ``customer.subscription.deleted`` (``app.organizations.seats.void_ended_hold``).
-    Only an organisation holds seats. One statement; loaded holds are given the new status."""
+    is voided by the listener of ``customer.subscription.deleted`` (``app.organizations.seats.void_ended_hold``), or
+    by the sync that wrote the end (``app.billing.sync``). Only an organisation holds seats. One statement; loaded
+    holds are given the new status."""
     if billable.kind == "organization":
         db.session.execute(update(SeatChange).where(
             SeatChange.organization_id == billable.id, SeatChange.status == HELD,
