@@ -147,6 +147,21 @@ def _holds(team):
         return db.session.scalars(select(SeatChange.status).where(SeatChange.organization_id == team.org)).all()
 
 
+def test_cancelling_now_while_a_seat_is_held_voids_its_invoice_before_the_ends_webhook(team):
+    """The owner cancels now while a seat is held: the hold ends with Stripe's answer, and its invoice is voided
+    before the cancel, as in dunning, so paying it on Stripe's page before the end's webhook comes charges
+    nothing (cancelling alone leaves it open: https://docs.stripe.com/api/subscriptions/cancel)."""
+    subscription_id, invitation, invoice = declined_seat(team, "cy")
+    before = charged(team, subscription_id)
+    answer = team.client.post(f"{team.base}/subscription/cancel", json={"at_period_end": False}, headers=team.ada)
+    assert answer.status_code == 200 and answer.json["subscription"]["status"] == "canceled", answer.json
+    assert _holds(team) == ["expired"]
+    pay_on_stripes_page(invoice, refused=True)
+    assert charged(team, subscription_id) == before
+    team.flow.deliver()
+    assert team.accept("cy", invitation).status_code == 200 and team.members() == 2
+
+
 @pytest.mark.parametrize("told", ["webhook", "sync", "sync alone"])
 def test_a_hold_ends_with_the_subscription_stripe_cancelled_and_its_invoice_cannot_be_paid(team, told):
     """The organisation's subscription is cancelled at Stripe (its Dashboard, say) while a seat is held: the hold

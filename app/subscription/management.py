@@ -172,8 +172,9 @@ def cancel(billable, at_period_end=True):
 
     Cancelling now prorates per ``PROVIDER_PRORATION`` (``none``: no credit; ``create_prorations``:
     the unused time is credited), and an ``active`` subscription with metered items gets a final
-    invoice now that bills the usage of the period so far (``invoice_now``). A cancellation already
-    scheduled is answered without a provider call.
+    invoice now that bills the usage of the period so far (``invoice_now``). Cancelling now in dunning, or while
+    an organisation's seat is held (``app.organizations.seats``), voids the open invoice first. A cancellation
+    already scheduled is answered without a provider call.
     Raises ``NotSubscribed`` (409), ``ProviderRejected`` (502), ``ProviderUnavailable`` (503).
     """
     subscriptions = current.locked_subscriptions(billable)
@@ -190,9 +191,10 @@ def cancel(billable, at_period_end=True):
         live = provider.update_subscription(subscription.provider_id, {"cancel_at_period_end": True},
                                             provider_key(billable, "cancel"))
     else:
-        # In dunning the period was never paid for: its open invoice is voided first, so that nothing
-        # collects it once the subscription is gone.
-        if subscription.provider_status not in VALID_STATUSES:
+        # In dunning the period was never paid for, and a seat held for an invitee (Stripe's pending update) is
+        # not paid yet: the open invoice is voided first, so that nothing collects it once the subscription is
+        # gone (the end's webhook would void a held one too, but it may be paid on Stripe's page before it comes).
+        if subscription.provider_status not in VALID_STATUSES or subscription.pending_expires_at is not None:
             provider.void_latest_invoice(provider.retrieve_subscription(subscription.provider_id))
         prorate, invoice_now = prices.cancel_now_terms(subscription.provider_status,
                                                        bool(usage_plans.metered_items(subscription.items)))
