@@ -6,14 +6,17 @@ Each test reproduces a finding of issue 42 (amounts in minor units, basic 900 a 
 gains nothing: through HTTP, the real stripe SDK, the emulator and its real webhooks.
 """
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from threading import Barrier
 
 import pytest
 import requests
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.extensions import db
 from app.models import SeatChange
+from app.models.organization import Invitation
+from app.timeutil import utcnow
 from tests.support.billing import start_flow
 from tests.support.organizations import SEAT, Team, charged, declined_seat, me, pay_on_stripes_page
 from tests.support.selling import URLS, complete
@@ -147,6 +150,24 @@ def _holds(team):
         return db.session.scalars(select(SeatChange.status).where(SeatChange.organization_id == team.org)).all()
 
 
+def test_an_invitation_a_held_seat_waits_on_is_not_replaced_once_it_expires(team):
+    """Review finding: accepted in its last day, its seat held, the invitation expired, and inviting the address
+    again deleted it; paying the held invoice then charged 900 and admitted nobody, and the new invitation's accept
+    charged the seat again. Now inviting the address is refused (409 ``already_invited``) while the seat is held,
+    and paying the held invoice admits the invitee: 900 once."""
+    subscription_id, invitation, invoice = declined_seat(team, "cy")
+    before = charged(team, subscription_id)
+    with team.app.app_context():  # its time to live passed; the pending update's 23 hours have not
+        db.session.execute(update(Invitation).where(Invitation.id == invitation["id"]).values(
+            expires_at=utcnow() - timedelta(minutes=1)))
+        db.session.commit()
+    again = team.client.post(f"{team.base}/invitations", json={"email": "cy@example.com"}, headers=team.ada)
+    assert again.status_code == 409 and again.json["error"]["code"] == "already_invited", again.json
+    pay_on_stripes_page(invoice)
+    team.flow.deliver()
+    assert team.members() == 2 and charged(team, subscription_id) - before == SEAT
+
+
 def test_cancelling_now_while_a_seat_is_held_voids_its_invoice_before_the_ends_webhook(team):
     """The owner cancels now while a seat is held: the hold ends with Stripe's answer, and its invoice is voided
     before the cancel, as in dunning, so paying it on Stripe's page before the end's webhook comes charges
@@ -162,16 +183,21 @@ def test_cancelling_now_while_a_seat_is_held_voids_its_invoice_before_the_ends_w
     assert team.accept("cy", invitation).status_code == 200 and team.members() == 2
 
 
+@pytest.mark.parametrize("final_invoice", [False, True], ids=["cancelled", "cancelled with a final invoice"])
 @pytest.mark.parametrize("told", ["webhook", "sync", "sync alone"])
-def test_a_hold_ends_with_the_subscription_stripe_cancelled_and_its_invoice_cannot_be_paid(team, told):
+def test_a_hold_ends_with_the_subscription_stripe_cancelled_and_its_invoice_cannot_be_paid(team, told, final_invoice):
     """The organisation's subscription is cancelled at Stripe (its Dashboard, say) while a seat is held: the hold
     ends when the end is written, by the webhook or, that late, by ``flask sync-user --all``; whichever ends it
     voids the held invoice, which cancelling left open, so paying it on Stripe's page charges nothing, even when
-    the event of the end never comes ("sync alone"; a dry run of ``flask reconcile`` before it voids nothing). The
-    invitation stays: without a subscription the invitee joins freely."""
+    the event of the end never comes ("sync alone"; a dry run of ``flask reconcile`` before it voids nothing), and
+    when a final invoice took the held one's place as the subscription's ``latest_invoice`` (review finding: it was
+    left open, and paid it charged 900). The invitation stays: without a subscription the invitee joins freely."""
     subscription_id, invitation, invoice = declined_seat(team, "cy")
     before = charged(team, subscription_id)
-    team.flow.stripe.v1.subscriptions.cancel(subscription_id)
+    team.flow.stripe.v1.subscriptions.cancel(
+        subscription_id, params={"invoice_now": True, "prorate": True} if final_invoice else None)
+    if final_invoice:
+        assert team.flow.stripe.v1.subscriptions.retrieve(subscription_id).latest_invoice != invoice.id
     if told == "sync alone":
         dry = team.app.test_cli_runner().invoke(args=["reconcile", "--dry-run"])
         assert dry.exit_code == 0, dry.output

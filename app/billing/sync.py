@@ -120,22 +120,22 @@ def sync_billable(provider, billable):
 
 
 def _held_invoices(billable, live):
-    """The invoices of the seats held on ``live``'s subscriptions before this sync writes them (only an
-    organisation holds seats)."""
+    """``{invoice: subscription id}`` of the seats held on ``live``'s subscriptions before this sync writes them
+    (only an organisation holds seats)."""
     if not billable.seated:
-        return set()
-    return set(db.session.scalars(held_on(billable.id, [obj["id"] for obj in live]).with_only_columns(
-        SeatChange.invoice)))
+        return {}
+    return dict(db.session.execute(held_on(billable.id, [obj["id"] for obj in live]).with_only_columns(
+        SeatChange.invoice, SeatChange.provider_subscription)).all())
 
 
 def _void_ended_holds(provider, live, held):
-    """Void each invoice of ``held`` that is the ``latest_invoice`` of a subscription of ``live`` Stripe ended:
-    cancelling leaves it open (https://docs.stripe.com/billing/subscriptions/cancel), and paid on Stripe's page it
-    would charge a seat nobody can take (``app.organizations.seats.void_ended_hold``, the webhook's way). Only a
-    hold this sync ended, so a later sync calls Stripe no more."""
-    for obj in live:
-        invoice = objects.ref_id(obj.get("latest_invoice"))
-        if obj.get("status") in TERMINAL_STATUSES and invoice in held:
+    """Void each invoice of ``held`` whose subscription Stripe ended (in ``live``): cancelling leaves it open
+    (https://docs.stripe.com/billing/subscriptions/cancel), and paid on Stripe's page it would charge a seat nobody
+    can take (``app.organizations.seats.void_ended_hold``, the webhook's way). Only a hold this sync ended, so a
+    later sync calls Stripe no more."""
+    ended = {obj["id"] for obj in live if obj.get("status") in TERMINAL_STATUSES}
+    for invoice, subscription_id in held.items():
+        if invoice and subscription_id in ended:
             provider.void_invoice(invoice)
 
 

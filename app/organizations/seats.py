@@ -228,17 +228,15 @@ def void_ended_hold(organization, live):
     while a seat on it was held: the hold ended with it (``app.billing.writer.end_seat_holds``), but the held
     invoice stays open, as cancelling leaves a subscription's open invoices (https://docs.stripe.com/billing/
     subscriptions/cancel), and paying it on Stripe's page would charge a seat nobody can take. It is voided
-    (``POST /v1/invoices/{id}/void``; one that is paid or void already is left as it is): the subscription's
-    ``latest_invoice``, when a hold on it names it, since every other seat change waits for a held one. At most one
-    call; raises ``ProviderUnavailable`` (503, Stripe retries the event) and ``ProviderRejected`` (502)."""
-    invoice = objects.ref_id(live.get("latest_invoice")) if live.get("latest_invoice") else None
-    if invoice is None:
-        return
-    holds = db.session.scalars(select(SeatChange.status).where(
+    (``POST /v1/invoices/{id}/void``; one that is paid or void already is left as it is): the invoice of the
+    subscription's last hold, held or ended unpaid, whatever the subscription's ``latest_invoice`` is now (a cancel
+    with a final invoice moves it), since every other seat change waits for a held one. At most one call; raises
+    ``ProviderUnavailable`` (503, Stripe retries the event) and ``ProviderRejected`` (502)."""
+    last = db.session.scalars(select(SeatChange).where(
         SeatChange.organization_id == organization.id, SeatChange.provider_subscription == live["id"],
-        SeatChange.invoice == invoice)).all()
-    if any(status in (HELD, EXPIRED) for status in holds):
-        get_provider().void_invoice(invoice)
+        SeatChange.status.in_((HELD, EXPIRED, ADMITTED))).order_by(SeatChange.id.desc()).limit(1)).first()
+    if last is not None and last.status != ADMITTED and last.invoice:
+        get_provider().void_invoice(last.invoice)
 
 
 def expire(held):
