@@ -115,7 +115,8 @@ def invite(organization, inviter, email, role=MEMBER):
     """Invite ``email`` as ``role``; return the ``Invitation``, its email queued to the address.
 
     ``ORGANIZATION_INVITATION_RATE_LIMIT`` per organisation (429), counted once the caller may invite.
-    Raises ``AlreadyMember`` / ``AlreadyInvited`` (409); ``EmailUnverified`` (403) for an inviter whose address
+    Raises ``AlreadyMember`` / ``AlreadyInvited`` (409: a pending invitation, or an expired one a held seat waits
+    on); ``EmailUnverified`` (403) for an inviter whose address
     is not verified; ``USER_INVITATION_RATE_LIMIT`` per inviter, across organisations (429).
     """
     require_verified(inviter)
@@ -124,8 +125,7 @@ def invite(organization, inviter, email, role=MEMBER):
         Membership.organization_id == organization.id, User.email == email))
     if member is not None:
         raise AlreadyMember()
-    pending = _pending(organization, email)
-    if pending is not None:
+    if _pending(organization, email) is not None or _held_for_address(organization, email):
         raise AlreadyInvited()
     limiter.hit(current_app.config["ORGANIZATION_INVITATION_RATE_LIMIT"], RATE_LIMIT_SCOPE, organization.id)
     limiter.hit(current_app.config["USER_INVITATION_RATE_LIMIT"], USER_RATE_LIMIT_SCOPE, inviter.id)
@@ -142,6 +142,14 @@ def invite(organization, inviter, email, role=MEMBER):
     notify_account(inviter, "invitation", {"email": email, "invitation": invitation.id,
                                            "organization": {"id": organization.id, "name": organization.name}})
     return invitation
+
+
+def _held_for_address(organization, email):
+    """Whether the organisation's held seat waits on an invitation of ``email``: expired or not, that invitation is
+    the seat's until its invoice is paid (``seats.admit`` reads it) or the hold ends, so it is not replaced."""
+    held = seats.held_seat(organization)
+    invitation = db.session.get(Invitation, held.invitation_id) if held is not None and held.invitation_id else None
+    return invitation is not None and invitation.email == email
 
 
 def _pending(organization, email):
