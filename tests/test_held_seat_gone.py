@@ -9,7 +9,7 @@ answer. Through HTTP, the real stripe SDK, the emulator and its webhooks; amount
 """
 import pytest
 import stripe
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from app.extensions import db
 from app.models import SeatChange
@@ -126,3 +126,28 @@ def test_an_invitee_with_seats_held_in_two_organisations_cannot_delete_their_acc
     deleted = team.client.delete("/auth/me", json={"password": PASSWORD}, headers=team.headers["cy"])
     assert deleted.status_code == 204, deleted.json
     assert statuses(team) == ["expired"] and team.flow.stripe.v1.invoices.retrieve(invoice.id).status == "void"
+
+
+def test_an_account_deletion_locks_the_person_before_any_organisation(team):
+    """Review finding: an account deletion locked the organisations it leaves (and the one holding a seat for it)
+    before the person, the reverse of every billing path, which locks the person and then the billable; beside the
+    person's Checkout completion for one of them, PostgreSQL could end one of the two as a deadlock after its
+    Stripe writes. The row locks taken (each an ``UPDATE`` of the row's ``updated_at``,
+    ``models.billable.lock_row``) now start with the person's."""
+    team.subscribe()
+    team.join("bob")
+    locks = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        if statement.startswith(("UPDATE users SET updated_at", "UPDATE organizations SET updated_at")):
+            locks.append(statement.split()[1])
+
+    with team.app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        deleted = team.client.delete("/auth/me", json={"password": PASSWORD}, headers=team.headers["bob"])
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert deleted.status_code == 204, deleted.json
+    assert "organizations" in locks and locks[0] == "users", locks

@@ -86,10 +86,12 @@ def delete_account(user, password):
     that the address registered again gets no free trial.
     """
     check_password(user, password)
+    # The person first, then the organisations the deletion leaves or holds a seat in, as every billing path locks
+    # the person before the billable: in the other order it could deadlock with the person's Checkout completion.
+    lock_user(user)
     sender = current_app._get_current_object()
     deletion_requested.send(sender, billable=user)
     account_deleting.send(sender, user=user)
-    lock_user(user)
     ever_subscribed = db.session.scalar(select(exists().where(Subscription.user_id == user.id)))
     if user.provider_id:
         ever_subscribed = delete_customer(user) or ever_subscribed
