@@ -11,11 +11,12 @@ import pytest
 import stripe
 from sqlalchemy import event, select
 
+from app.billing.call_costs import PROVIDER_CALL_COSTS
 from app.extensions import db
 from app.models import SeatChange
 from tests.support.accounts import PASSWORD
 from tests.support.billing import measured, start_flow
-from tests.support.organizations import Team, charged, declined_seat, me, pay_on_stripes_page
+from tests.support.organizations import SEAT, Team, charged, declined_seat, me, pay_on_stripes_page
 
 
 @pytest.fixture
@@ -86,17 +87,26 @@ def test_a_held_seat_whose_sender_is_demoted_cannot_be_paid(team):
     assert team.client.get(team.base, headers=team.headers["cy"]).status_code == 404
 
 
-def test_an_invoice_paid_just_before_the_revoke_admits_nobody(team):
+def test_an_invoice_paid_just_before_the_revoke_admits_nobody_and_its_seat_is_given_back(team):
     """Review finding: paid before the void (its webhook not yet here), the void finds nothing to cancel and the
-    hold settles as paid; the revoke that found it must not admit the invitee it revokes."""
+    hold settles as paid; the revoke that found it must not admit the invitee it revokes. The paid seat then stayed
+    at Stripe until ``flask reconcile`` set it back without credit: 900 for a seat nobody could take. Now the revoke
+    gives it back at once, prorated as a removal: the time it was held is paid, the rest credited."""
     subscription_id, invitation, invoice = declined_seat(team, "cy")
     pay_on_stripes_page(invoice)  # webhooks not delivered yet
-    revoked = team.client.delete(f"{team.base}/invitations/{invitation['id']}", headers=team.ada)
-    assert revoked.status_code == 204, revoked.json
+    status, calls = measured(team.flow, lambda: team.client.delete(f"{team.base}/invitations/{invitation['id']}",
+                                                                   headers=team.ada))
+    assert status == 204 and calls <= PROVIDER_CALL_COSTS["organizations.revoke"], (status, calls)
     team.flow.deliver()
     assert team.client.get(team.base, headers=team.headers["cy"]).status_code == 404, "nobody admitted"
     assert "member_joined" not in [n["kind"] for n in team.client.get(
         "/notifications?limit=100", headers=team.ada).json["data"]]
+    assert team.stripe_quantity(subscription_id) == team.members() == 1, "the paid seat given back"
+    preview = team.flow.stripe.v1.invoices.create_preview(params={"subscription": subscription_id})
+    credit = -sum(line.amount for line in preview.lines.data if line.parent.subscription_item_details.proration)
+    assert 0 < credit <= SEAT, credit
+    reconciled = team.app.test_cli_runner().invoke(args=["reconcile"])
+    assert reconciled.exit_code == 0 and "seats" not in reconciled.output, reconciled.output
 
 
 def test_an_invitee_with_seats_held_in_two_organisations_cannot_delete_their_account_yet(team):

@@ -13,7 +13,7 @@ from tests.support.accounts import bearer, login, register
 from tests.support.billing import post, subscribe
 from tests.support.config import BASE_CONFIG
 
-LIMIT = 40  # above the dearest request (MOST_PROVIDER_CALLS), which start-up requires
+LIMIT = 50  # above the dearest request (MOST_PROVIDER_CALLS), which start-up requires
 
 
 @pytest.fixture

@@ -62,15 +62,15 @@ PROVIDER_CALL_COSTS = {
     "organizations.accept": 4 + MIGRATION + SCHEDULE_SEATS,
     "organizations.remove": SEAT_REMOVAL,  # refused while a seat is held: no hold of a removed admin's to withdraw
     # a seat held for an invitation the demoted admin sent, or the one revoked, withdrawn: its invoice voided and
-    # the subscription read (``organizations.invitations._withdraw``)
-    "organizations.set_role": 2,
-    "organizations.revoke": 2,
+    # the subscription read (``organizations.invitations._withdraw``), and paid just before, the seat given back
+    "organizations.set_role": 2 + SEAT_REMOVAL,
+    "organizations.revoke": 2 + SEAT_REMOVAL,
     "organizations.delete": CUSTOMER_DELETION,
     # The user's customer, at most one organisation they are alone in deleted and one other left (a seat
     # lowered), whatever they belong to: more is refused first (``organizations.service._refuse_unbounded``);
-    # and at most one seat held for them withdrawn, its invoice voided and the subscription read
-    # (``organizations.invitations.withdraw_held_for``).
-    "auth.delete_account": 2 * CUSTOMER_DELETION + SEAT_REMOVAL + 2,
+    # and at most one seat held for them withdrawn, its invoice voided, the subscription read and, paid just before,
+    # the seat given back (``organizations.invitations.withdraw_held_for``).
+    "auth.delete_account": 2 * CUSTOMER_DELETION + 2 * SEAT_REMOVAL + 2,
 }
 
 # The dearest request: a limit below it per window would refuse every such request, so start-up refuses it.

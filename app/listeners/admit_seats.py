@@ -6,7 +6,8 @@ told; unpaid when Stripe's pending update expires, the hold ends and the invitat
 (``app.organizations.seats``). ``invoice.paid`` names the invoice; ``pending_update_applied`` and
 ``pending_update_expired`` name it as the subscription's ``latest_invoice``
 (https://docs.stripe.com/billing/subscriptions/pending-updates-reference). Each settles only the seat
-held for that invoice, once: a redelivered or late event finds it settled. ``customer.subscription.deleted``
+held for that invoice, once: a redelivered or late event finds it settled; paid with nobody left to admit, the seat
+is given back (``seats.give_back``). ``customer.subscription.deleted``
 voids the invoice of a seat held on the subscription, which its writer ended (``seats.void_ended_hold``).
 """
 from sqlalchemy import select
@@ -45,6 +46,10 @@ def admit_seats(sender, event, **extra):
     held = db.session.scalars(select(SeatChange).where(
         SeatChange.organization_id == billable.id, SeatChange.status == HELD,
         SeatChange.invoice == invoice)).first() if invoice and billable.kind == "organization" else None
-    if held is not None:
-        (seats.expire if event["type"] == EXPIRED else seats.admit)(held)
+    if held is None:
+        return True
+    if event["type"] == EXPIRED:
+        seats.expire(held)
+    elif not seats.admit(held):
+        seats.give_back(billable)
     return True

@@ -68,9 +68,11 @@ def _withdraw(held):
     https://docs.stripe.com/billing/subscriptions/pending-updates#canceling-changing), so no later payment charges
     the seat; then the hold is settled from the subscription Stripe answers (``seats.settle_held``). Called once the
     invitation or the invitee is gone, so that an invoice paid just before the void admits nobody (``seats.admit``
-    finds neither). Two calls; under the organisation's lock. Raises ``ProviderUnavailable`` (503),
-    ``ProviderRejected`` (502) and ``PaymentPending`` (409: Stripe still holds the change, which the void did not
-    reach), after each of which the caller's transaction is rolled back and nothing changed here."""
+    finds neither) and its seat is given back (``seats.give_back``). Two calls, and a seat's lowering
+    (``call_costs.SEAT_REMOVAL``) for one paid just before; under the organisation's lock. Raises
+    ``ProviderUnavailable`` (503), ``ProviderRejected`` (502) and ``PaymentPending`` (409: Stripe still holds the
+    change, which the void did not reach), after each of which the caller's transaction is rolled back and nothing
+    changed here."""
     provider = get_provider()
     if held.invoice:
         provider.void_invoice(held.invoice)
@@ -79,7 +81,8 @@ def _withdraw(held):
         raise PaymentPending.for_invoice(live.get("latest_invoice") if isinstance(live.get("latest_invoice"), dict)
                                          else {"id": held.invoice})
     current.write(held.organization, live)
-    seats.settle_held(held, live)
+    if seats.settle_held(held, live):  # paid just before the void: nobody to admit, the seat given back
+        seats.give_back(held.organization)
 
 
 def refuse_unbounded_holds(user):

@@ -48,11 +48,6 @@ class SeatDeclined(PaymentRequired):
                "is not paid before Stripe drops the change, the hold ends and the invitation stays valid.")
 
 
-def member_count(organization):
-    """The number of members (owner included) as stored now."""
-    return organization.member_count()
-
-
 def seat_subscription(organization):
     """The subscription whose quantity is the seats: the live one (``current.live_subscription``), or ``None``."""
     return current.live_subscription(organization.subscriptions)
@@ -190,29 +185,33 @@ def _invoice_id(live):
 def settle_held(held, live):
     """Settle the held seat ``held`` from Stripe's subscription ``live`` once it has no pending update: its
     invoice paid (the quantity applied), the invitee is admitted (``admit``); else the hold ends
-    (``expire``). Under the organisation's lock."""
+    (``expire``). Return whether it was paid and admitted nobody (``admit``: the seat is then
+    ``give_back``'s). Under the organisation's lock."""
     invoice = live.get("latest_invoice")
     paid = (invoice.get("status") == "paid" if isinstance(invoice, dict) and invoice.get("id") == held.invoice
             else any(item.get("quantity") == held.quantity
                     for item in objects.items_of(live) if not objects.is_metered(item)))
-    (admit if paid else expire)(held)
+    if paid:
+        return not admit(held)
+    expire(held)
+    return False
 
 
 def admit(held):
     """The held seat's invoice was paid: the invitee joins with the role they accepted, the invitation is
-    used, and they (``invitation_accepted``) and the owner and admins (``member_joined``) are told.
-    CONTRACT "Changes to the fifth round". Under the organisation's lock; nothing commits."""
+    used, and they (``invitation_accepted``) and the owner and admins (``member_joined``) are told; return
+    whether they joined. CONTRACT "Changes to the fifth round". Under the organisation's lock; nothing commits."""
     held.status, held.resolved_at = ADMITTED, utcnow()
     organization, user = held.organization, db.session.get(User, held.user_id)
     if user is None or db.session.get(Membership, (organization.id, user.id)) is not None:
-        return
+        return False
     # The invitation carries its sender's authority until the seat is paid: revoked meanwhile, or its sender
-    # no longer a manager, it admits nobody (the seat stays paid for; ``flask reconcile`` sets it back).
+    # no longer a manager, it admits nobody (the paid seat is then ``give_back``'s).
     invitation = db.session.get(Invitation, held.invitation_id) if held.invitation_id else None
     sender = (db.session.get(Membership, (organization.id, invitation.invited_by))
               if invitation is not None and invitation.invited_by else None)
     if sender is None or sender.role not in MANAGERS:
-        return
+        return False
     db.session.add(Membership(organization_id=organization.id, user_id=user.id, role=held.role))
     db.session.execute(delete(Invitation).where(Invitation.id == held.invitation_id))
     row = seat_subscription(organization)
@@ -221,17 +220,22 @@ def admit(held):
     notify_membership(organization, "member_joined", user, {"role": held.role})
     notify_account(user, "invitation_accepted", {"organization": {"id": organization.id, "name": organization.name},
                                                  "role": held.role})
+    return True
+
+
+def give_back(organization):
+    """A held seat was paid but admitted nobody (its invitee or invitation gone about the payment): Stripe's quantity
+    goes back to the seats taken at once, prorated as a removal (``PROVIDER_PRORATION``), not left for ``flask
+    reconcile`` to set back without credit. ``change_seats``' calls and errors."""
+    change_seats(organization, 0, "unclaimed")
 
 
 def void_ended_hold(organization, live):
-    """Stripe ended the subscription ``live`` (a dict, as its ``customer.subscription.deleted`` event carries it)
-    while a seat on it was held: the hold ended with it (``app.billing.writer.end_seat_holds``), but the held
-    invoice stays open, as cancelling leaves a subscription's open invoices (https://docs.stripe.com/billing/
-    subscriptions/cancel), and paying it on Stripe's page would charge a seat nobody can take. It is voided
-    (``POST /v1/invoices/{id}/void``; one that is paid or void already is left as it is): the invoice of the
-    subscription's last hold, held or ended unpaid, whatever the subscription's ``latest_invoice`` is now (a cancel
-    with a final invoice moves it), since every other seat change waits for a held one. At most one call; raises
-    ``ProviderUnavailable`` (503, Stripe retries the event) and ``ProviderRejected`` (502)."""
+    """Stripe ended the subscription ``live`` (its ``customer.subscription.deleted`` event's dict) while a seat on it
+    was held: the hold ended with it (``app.billing.writer.end_seat_holds``), but cancelling leaves its invoice open
+    (https://docs.stripe.com/billing/subscriptions/cancel), payable for a seat nobody can take. The invoice of the
+    subscription's last hold, held or ended unpaid, is voided, whatever ``latest_invoice`` is now (a final invoice
+    moves it). At most one call; ``ProviderUnavailable`` (503, Stripe retries) and ``ProviderRejected`` (502)."""
     last = db.session.scalars(select(SeatChange).where(
         SeatChange.organization_id == organization.id, SeatChange.provider_subscription == live["id"],
         SeatChange.status.in_((HELD, EXPIRED, ADMITTED))).order_by(SeatChange.id.desc()).limit(1)).first()

@@ -214,7 +214,7 @@ def release_account(user):
     memberships = db.session.scalars(select(Membership).where(Membership.user_id == user.id)
                                      .order_by(Membership.organization_id)).all()
     owned = [member.organization_id for member in memberships
-             if member.role == OWNER and seats.member_count(member.organization) > 1]
+             if member.role == OWNER and member.organization.member_count() > 1]
     if owned:
         raise OwnsOrganization.for_organizations(sorted(owned))
     _refuse_unbounded(memberships)

@@ -12,7 +12,7 @@ from app.auth.schemas import PasswordConfirmSchema
 from app.billing_route import billing_route
 from app.extensions import db
 from app.models.organization import Invitation
-from app.organizations import access, seats, service
+from app.organizations import access, service
 from app.organizations.schemas import (
     MemberPageQuerySchema,
     MemberPageSchema,
@@ -44,7 +44,7 @@ def present(membership):
     pending = db.session.scalar(select(func.count()).select_from(Invitation)
                                 .where(Invitation.organization_id == organization.id))
     return present_organization(
-        membership, {"members": seats.member_count(organization), "invitations": pending})
+        membership, {"members": organization.member_count(), "invitations": pending})
 
 
 @blp.route("/organizations", methods=["POST"])
