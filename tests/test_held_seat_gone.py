@@ -7,15 +7,22 @@ the service voids the held invoice at Stripe first, which cancels the pending up
 (https://docs.stripe.com/billing/subscriptions/pending-updates#canceling-changing), and ends the hold from Stripe's
 answer. Through HTTP, the real stripe SDK, the emulator and its webhooks; amounts in minor units.
 """
+import json
+from datetime import timedelta
+
 import pytest
 import stripe
-from sqlalchemy import event, select
+from sqlalchemy import delete, event, select, update
 
 from app.billing.call_costs import PROVIDER_CALL_COSTS
 from app.extensions import db
-from app.models import SeatChange
+from app.models import SeatChange, Subscription
+from app.models.organization import Invitation
+from app.timeutil import utcnow
 from tests.support.accounts import PASSWORD
 from tests.support.billing import measured, start_flow
+from tests.support.emulator import events_of
+from tests.support.events import deliver
 from tests.support.organizations import SEAT, Team, charged, declined_seat, me, pay_on_stripes_page
 
 
@@ -107,6 +114,29 @@ def test_an_invoice_paid_just_before_the_revoke_admits_nobody_and_its_seat_is_gi
     assert 0 < credit <= SEAT, credit
     reconciled = team.app.test_cli_runner().invoke(args=["reconcile"])
     assert reconciled.exit_code == 0 and "seats" not in reconciled.output, reconciled.output
+
+
+def test_a_held_seat_paid_with_nobody_left_to_admit_is_given_back_by_its_late_webhook(team):
+    """Review finding: the listener of ``invoice.paid`` gave a seat nobody can take back from the row's quantity,
+    which that event does not write: processed after the pending update's expiry time (a redelivery), the row still
+    had the quantity before the payment, and nothing was given back. Its invitation is gone here by a direct delete
+    (every request that removes one withdraws the hold itself), the row's expiry moved into the past, and the
+    ``invoice.paid`` event delivered before the subscription's own events, which would write the row."""
+    subscription_id, invitation, invoice = declined_seat(team, "cy")
+    team.flow.deliver()
+    with team.app.app_context():
+        db.session.execute(delete(Invitation).where(Invitation.id == invitation["id"]))
+        db.session.execute(update(Subscription).where(Subscription.provider_id == subscription_id).values(
+            pending_expires_at=utcnow() - timedelta(minutes=1)))
+        db.session.commit()
+    pay_on_stripes_page(invoice)
+    (paid,) = [e for e in events_of(team.flow.stripe, types=["invoice.paid"]) if e.data.object.id == invoice.id]
+    raw = json.loads(team.flow.stripe.v1.events.retrieve(paid.id).last_response.body)  # as Stripe sends it
+    assert deliver(team.client, raw, secret=team.app.config["PROVIDER_WEBHOOK_SECRET"][0]).status_code == 200
+    assert team.members() == 1 and statuses(team)[-1] == "applied", statuses(team)
+    assert team.stripe_quantity(subscription_id) == 1, "the paid seat given back"
+    team.flow.deliver()
+    assert team.stripe_quantity(subscription_id) == team.members() == 1
 
 
 def test_an_invitee_with_seats_held_in_two_organisations_cannot_delete_their_account_yet(team):

@@ -51,5 +51,5 @@ def admit_seats(sender, event, **extra):
     if event["type"] == EXPIRED:
         seats.expire(held)
     elif not seats.admit(held):
-        seats.give_back(billable)
+        seats.give_back(billable, held)
     return True

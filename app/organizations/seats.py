@@ -223,10 +223,12 @@ def admit(held):
     return True
 
 
-def give_back(organization):
-    """A held seat was paid but admitted nobody (its invitee or invitation gone about the payment): Stripe's quantity
-    goes back to the seats taken at once, prorated as a removal (``PROVIDER_PRORATION``), not left for ``flask
-    reconcile`` to set back without credit. ``change_seats``' calls and errors."""
+def give_back(organization, unread=None):
+    """A held seat was paid but admitted nobody (its invitee or invitation gone): Stripe's quantity goes back to the
+    seats taken at once, prorated as a removal (``PROVIDER_PRORATION``), not by ``flask reconcile`` without credit.
+    ``unread``: that seat, when its subscription is not written as Stripe has it (``invoice.paid`` writes none)."""
+    if unread is not None:
+        current.write(organization, get_provider().retrieve_subscription(unread.provider_subscription))
     change_seats(organization, 0, "unclaimed")
 
 

@@ -191,11 +191,16 @@ def cancel(billable, at_period_end=True):
         live = provider.update_subscription(subscription.provider_id, {"cancel_at_period_end": True},
                                             provider_key(billable, "cancel"))
     else:
-        # In dunning the period was never paid for, and a seat held for an invitee (Stripe's pending update) is
-        # not paid yet: the open invoice is voided first, so that nothing collects it once the subscription is
-        # gone (the end's webhook would void a held one too, but it may be paid on Stripe's page before it comes).
-        if subscription.provider_status not in VALID_STATUSES or subscription.pending_expires_at is not None:
-            provider.void_latest_invoice(provider.retrieve_subscription(subscription.provider_id))
+        # In dunning the period was never paid for, and a change Stripe holds in ``pending_update`` (a seat held
+        # for an invitee) is not paid yet: its open invoice, the ``latest_invoice`` while the update is pending, is
+        # voided first, so that nothing collects it once the subscription is gone (the end's webhook voids a held
+        # seat's too, but it may be paid on Stripe's page before it comes). A pending update the row still shows
+        # may have expired meanwhile: Stripe says whether it is there, so a renewal's invoice is never voided.
+        dunning = subscription.provider_status not in VALID_STATUSES
+        if dunning or subscription.pending_expires_at is not None:
+            live = provider.retrieve_subscription(subscription.provider_id)
+            if dunning or objects.pending_update_of(live) is not None:
+                provider.void_latest_invoice(live)
         prorate, invoice_now = prices.cancel_now_terms(subscription.provider_status,
                                                        bool(usage_plans.metered_items(subscription.items)))
         live = provider.cancel_subscription(subscription.provider_id, provider_key(billable, "cancel-now"),
