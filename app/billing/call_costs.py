@@ -19,8 +19,10 @@ USAGE_DELIVERED_ON_DELETION = 4
 CUSTOMER_DELETION = 6 + MIGRATION + 1 + USAGE_DELIVERED_ON_DELETION
 # A seat change while a plan change is scheduled: the schedule read and its phases' seats updated.
 SCHEDULE_SEATS = 2
-# A member's seat lowered (a removal, a leave, an account deletion's): the update and a replay's read.
-SEAT_REMOVAL = 2 + MIGRATION + SCHEDULE_SEATS
+# A member's seat lowered (a removal, a leave, an account deletion's): a pending change re-read (the row still shows
+# one whose invoice was paid a moment ago: ``organizations.seats._refuse_while_pending``), the update and a replay's
+# read.
+SEAT_REMOVAL = 3 + MIGRATION + SCHEDULE_SEATS
 # An email change's link moves the Stripe customer email of the user and of at most this many organisations that
 # mail their owner (``models.organization.customers_mailing_owner``): more is refused before any call, at the
 # request and at the link (409 ``organizations_follow_email``, ``app.auth.recovery``).

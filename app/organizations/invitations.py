@@ -9,7 +9,7 @@ exists and has not expired: revoking or accepting deletes the row, and the link 
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 
 from app import email_tokens
 from app.auth.service import normalise_email
@@ -162,10 +162,14 @@ def _pending(organization, email):
 
 
 def pending(organization):
-    """The organisation's invitations that have not expired, oldest first."""
-    return db.session.scalars(select(Invitation).where(
-        Invitation.organization_id == organization.id, Invitation.expires_at > utcnow())
-        .order_by(Invitation.created_at, Invitation.id)).all()
+    """The organisation's invitations that have not expired, and the one its held seat waits on, expired or not (the
+    seat's until paid or dropped, which a revoke withdraws: ``revoke``), oldest first."""
+    held = seats.held_seat(organization)
+    waiting = Invitation.expires_at > utcnow()
+    if held is not None and held.invitation_id:
+        waiting = or_(waiting, Invitation.id == held.invitation_id)
+    return db.session.scalars(select(Invitation).where(Invitation.organization_id == organization.id, waiting)
+                              .order_by(Invitation.created_at, Invitation.id)).all()
 
 
 def revoke(organization, invitation_id):
