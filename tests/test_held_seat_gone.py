@@ -191,3 +191,24 @@ def test_an_account_deletion_locks_the_person_before_any_organisation(team):
         event.remove(engine, "before_cursor_execute", record)
     assert deleted.status_code == 204, deleted.json
     assert "organizations" in locks and locks[0] == "users", locks
+
+
+def test_a_deletion_whose_held_seat_cannot_be_withdrawn_leaves_its_organisations_as_they_were_at_stripe(team):
+    """Second review: an account deletion left the user's organisations (a seat lowered at Stripe) before it
+    withdrew the seat held for them elsewhere; Stripe failing on that withdrawal's void then rolled back only the
+    local side: a member whose seat Stripe no longer billed, until a retry. The hold is withdrawn first now: the 503
+    leaves every organisation as it was at Stripe, and the retry goes through."""
+    _, _, invoice = declined_seat(team, "cy")
+    other = Team(team.flow)
+    other.headers = team.headers
+    second = other.subscribe()
+    assert other.accept("cy", other.invite("cy")).status_code == 200
+    assert other.stripe_quantity(second) == other.members() == 2
+    team.flow.emulator.add_fault(f"/v1/invoices/{invoice.id}/void", status=500, count=5)
+    failed = team.client.delete("/auth/me", json={"password": PASSWORD}, headers=team.headers["cy"])
+    team.flow.emulator.clear_faults()
+    assert failed.status_code == 503, failed.json
+    assert other.stripe_quantity(second) == other.members() == 2, "cy's seat is still billed and still theirs"
+    deleted = team.client.delete("/auth/me", json={"password": PASSWORD}, headers=team.headers["cy"])
+    assert deleted.status_code == 204, deleted.json
+    assert other.stripe_quantity(second) == other.members() == 1

@@ -72,9 +72,10 @@ def delete_account(user, password):
     Once the password is checked, ``deletion-requested`` then ``account-deleting`` are sent
     (``app.signals``; ``app.listeners.deletions``), before anything is deleted: ``UsagePending`` (409)
     while more of the user's accepted usage waits for delivery than the deletion sends itself, refused
-    before any Stripe call; then the organisations' rules (``organizations.service.release_account``,
-    which may refuse with 409), and a seat held for the user in an organisation (an invitation they accepted,
-    its charge declined) withdrawn, its invoice voided at Stripe: paid later, it would charge for nobody.
+    before any Stripe call; then the organisations' rules (``organizations.service.release_account``, which may
+    refuse with 409 before any Stripe call): a seat held for the user in an organisation (an invitation they
+    accepted, its charge declined) withdrawn first, its invoice voided at Stripe (paid later, it would charge for
+    nobody), then the organisations they are alone in deleted and the others left.
 
     At Stripe every subscription not yet ended is cancelled now (``delete_customer``: a paid period's
     metered usage so far is invoiced, as ``POST /subscription/cancel`` now does) and the customer

@@ -4,7 +4,6 @@
 Accepted usage still waiting for Stripe is refused when there is more of it than a deletion delivers, and
 delivered before the customer's final invoice otherwise; a deleted account leaves its organisations first.
 """
-from app.organizations import invitations
 from app.organizations import service as organizations
 from app.signals import account_deleting, customer_deleting, deletion_requested
 from app.usage import delivery
@@ -19,13 +18,10 @@ def refuse_usage_backlog(sender, billable, **extra):
 
 @account_deleting.connect
 def release_organizations(sender, user, **extra):
-    """Delete the organisations ``user`` is alone in and leave the others (``organizations.service.release_account``:
-    ``OwnsOrganization`` / ``MemberOfOrganizations``, 409, before any of its Stripe calls); then withdraw the seat held
-    for them (``invitations.withdraw_held_for``: its invoice voided at Stripe, so that paying it later charges for
-    nobody; ``SeatsHeldElsewhere``, 409, before any Stripe call for seats held in more than one organisation)."""
-    invitations.refuse_unbounded_holds(user)
+    """Withdraw the seat held for ``user`` (its invoice voided at Stripe, so that paying it later charges for nobody),
+    then delete the organisations they are alone in and leave the others (``organizations.service.release_account``:
+    ``OwnsOrganization`` / ``MemberOfOrganizations`` / ``SeatsHeldElsewhere``, 409, before any Stripe call)."""
     organizations.release_account(user)
-    invitations.withdraw_held_for(user)
 
 
 @customer_deleting.connect

@@ -89,12 +89,13 @@ def refuse_unbounded_holds(user):
     """Raise ``SeatsHeldElsewhere`` (409) when seats are held for ``user`` in more than one organisation: an account
     deletion withdraws one (two Stripe calls, ``withdraw_held_for``), bounded (CONTRACT "Changes to the fifth
     round": "Bounded Stripe work"). No call."""
-    if len(_held_for(user)) > 1:
+    if len(held_for(user)) > 1:
         raise SeatsHeldElsewhere()
 
 
-def _held_for(user):
-    # On a subscription still live, as ``seat_count`` counts them: a hold left on one that ended holds nothing.
+def held_for(user):
+    """The seats held for ``user`` (``SeatChange`` rows), by organisation id: on a subscription still live, as
+    ``seat_count`` counts them, since a hold left on one that ended holds nothing."""
     live = select(Subscription.provider_id).where(Subscription.provider_status.in_(LIVE_STATUSES))
     return db.session.scalars(select(SeatChange).where(SeatChange.user_id == user.id, SeatChange.status == HELD,
                                                        SeatChange.provider_subscription.in_(live))
@@ -104,7 +105,7 @@ def _held_for(user):
 def withdraw_held_for(user):
     """``user``'s account is being deleted: withdraw the seat held for them (``_withdraw``, under its organisation's
     lock; at most one, ``refuse_unbounded_holds``), keeping its record without them (the row would go with the user)."""
-    for held in _held_for(user):
+    for held in held_for(user):
         held.organization.lock()
         db.session.refresh(held)
         withdrawing = held.status == HELD and seats.held_seat(held.organization) is held

@@ -207,10 +207,13 @@ def _refuse_unbounded(memberships):
 
 
 def release_account(user):
-    """Before ``user``'s account is deleted: refuse (``OwnsOrganization``, 409) while they own an organisation
-    with other members, or what ``_refuse_unbounded`` refuses; delete each one they are the only member of
-    (Stripe first); leave the others, each seat lowered at Stripe first (``remove``)."""
-    # In id order, as ``models.organization.customers_mailing_owner`` locks them: no two requests wait on each other.
+    """Before ``user``'s account is deleted, every refusal first, before any Stripe call: ``OwnsOrganization`` (409)
+    while they own an organisation with other members, what ``_refuse_unbounded`` refuses, and seats held for them in
+    more than one organisation (``invitations.refuse_unbounded_holds``). Then, with every organisation it touches
+    locked in id order (as ``models.organization.customers_mailing_owner`` locks them: no two requests wait on each
+    other), the seat held for them is withdrawn (``invitations.withdraw_held_for``, which may still refuse, 409, or
+    fail, 503, before any other Stripe write); then each organisation they are the only member of is deleted (Stripe
+    first) and the others left, each seat lowered at Stripe first (``remove``)."""
     memberships = db.session.scalars(select(Membership).where(Membership.user_id == user.id)
                                      .order_by(Membership.organization_id)).all()
     owned = [member.organization_id for member in memberships
@@ -218,6 +221,12 @@ def release_account(user):
     if owned:
         raise OwnsOrganization.for_organizations(sorted(owned))
     _refuse_unbounded(memberships)
+    invitations.refuse_unbounded_holds(user)
+    touched = {member.organization for member in memberships} | {held.organization
+                                                                for held in invitations.held_for(user)}
+    for organization in sorted(touched, key=lambda organization: organization.id):
+        organization.lock()
+    invitations.withdraw_held_for(user)
     for member in memberships:
         if member.role == OWNER:
             _delete(member.organization)
