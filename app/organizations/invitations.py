@@ -86,27 +86,23 @@ def _withdraw(held):
 
 
 def refuse_unbounded_holds(user):
-    """Raise ``SeatsHeldElsewhere`` (409) when seats are held for ``user`` in more than one organisation: an account
-    deletion withdraws one (two Stripe calls, ``withdraw_held_for``), bounded (CONTRACT "Changes to the fifth
-    round": "Bounded Stripe work"). No call."""
-    if len(held_for(user)) > 1:
-        raise SeatsHeldElsewhere()
-
-
-def held_for(user):
-    """The seats held for ``user`` (``SeatChange`` rows), by organisation id: on a subscription still live, as
-    ``seat_count`` counts them, since a hold left on one that ended holds nothing."""
+    """Return the seats held for ``user`` (``SeatChange`` rows, at most one); raise ``SeatsHeldElsewhere`` (409) when
+    seats are held for them in more than one organisation: an account deletion withdraws one (two Stripe calls,
+    ``withdraw_held_for``), bounded (CONTRACT "Changes to the fifth round": "Bounded Stripe work"). No call."""
+    # On a subscription still live, as ``seat_count`` counts them: a hold left on one that ended holds nothing.
     live = select(Subscription.provider_id).where(Subscription.provider_status.in_(LIVE_STATUSES))
-    return db.session.scalars(select(SeatChange).where(SeatChange.user_id == user.id, SeatChange.status == HELD,
-                                                       SeatChange.provider_subscription.in_(live))
-                              .order_by(SeatChange.organization_id)).all()
+    holds = db.session.scalars(select(SeatChange).where(SeatChange.user_id == user.id, SeatChange.status == HELD,
+                                                        SeatChange.provider_subscription.in_(live))).all()
+    if len(holds) > 1:
+        raise SeatsHeldElsewhere()
+    return holds
 
 
-def withdraw_held_for(user):
-    """``user``'s account is being deleted: withdraw the seat held for them (``_withdraw``, under its organisation's
-    lock; at most one, ``refuse_unbounded_holds``), keeping its record without them (the row would go with the user)."""
-    for held in held_for(user):
-        held.organization.lock()
+def withdraw_held_for(holds):
+    """An account is being deleted: withdraw the seat held for it (``holds``: ``refuse_unbounded_holds``'), under its
+    organisation's lock, which the caller takes (``_withdraw``), keeping its record without the invitee (the row
+    would go with the user)."""
+    for held in holds:
         db.session.refresh(held)
         withdrawing = held.status == HELD and seats.held_seat(held.organization) is held
         held.user_id = None  # first: an invoice paid just before the void admits nobody

@@ -221,12 +221,11 @@ def release_account(user):
     if owned:
         raise OwnsOrganization.for_organizations(sorted(owned))
     _refuse_unbounded(memberships)
-    invitations.refuse_unbounded_holds(user)
-    touched = {member.organization for member in memberships} | {held.organization
-                                                                for held in invitations.held_for(user)}
+    holds = invitations.refuse_unbounded_holds(user)
+    touched = {member.organization for member in memberships} | {held.organization for held in holds}
     for organization in sorted(touched, key=lambda organization: organization.id):
         organization.lock()
-    invitations.withdraw_held_for(user)
+    invitations.withdraw_held_for(holds)
     for member in memberships:
         if member.role == OWNER:
             _delete(member.organization)
