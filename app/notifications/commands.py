@@ -1,7 +1,4 @@
 """``flask deliver-notifications``: the outbox's delivery worker (CONTRACT "Additions": command line)."""
-import signal
-import threading
-
 import click
 from flask import current_app
 from flask.cli import with_appcontext
@@ -12,15 +9,8 @@ from app.config_sections import missing_secret_key
 from app.extensions import db
 from app.notifications import outbox
 from app.notifications.channels import ChannelUnusable, configured_channels
+from app.stopping import stop_on_signals
 from app.timeutil import isoformat_z, utcnow
-
-
-def _stop_on_signals():
-    """Return an event that SIGTERM and SIGINT set: the batch in flight finishes, then the worker exits."""
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *args: stop.set())
-    return stop
 
 
 def _list_dead():
@@ -66,7 +56,8 @@ def deliver_notifications_command(once, dead, retry_dead):
         channels = _usable_channels()
         click.echo(f"delivering notifications by {', '.join(channels)}"
                    + (": what is due now" if once else " until stopped (SIGTERM or Ctrl-C)"))
-        totals = outbox.run(channels, current_app.config, once, _stop_on_signals())
+        with stop_on_signals() as stop:
+            totals = outbox.run(channels, current_app.config, once, stop)
     except SQLAlchemyError as exc:
         raise click.ClickException(f"DATABASE_URL: the database failed ({exc.__class__.__name__}: "
                                    f"{str(exc).splitlines()[0]})") from None

@@ -154,7 +154,8 @@ def retry_dead(now):
 
 
 def run(channels, config, once, stop, poll=POLL_SECONDS):
-    """Deliver batches until ``stop`` (a ``threading.Event``) is set; with ``once``, until none is due.
+    """Deliver batches until ``stop`` (an ``app.stopping.Stop`` or a ``threading.Event``) is set; with ``once``,
+    until none is due.
 
     Returns a ``Counter`` of outcomes. Between empty batches it waits ``poll`` seconds. A database
     error ends a ``once`` run; a long-running worker logs it and tries again after ``poll``.

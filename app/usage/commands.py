@@ -11,7 +11,7 @@ from app.cli import ServiceCommand
 from app.extensions import db
 from app.models import UsageEvent
 from app.models.usage import DELIVERED, FAILED, PENDING
-from app.notifications.commands import _stop_on_signals
+from app.stopping import stop_on_signals
 from app.timeutil import isoformat_z, utcnow
 from app.usage import keys, worker
 
@@ -64,7 +64,8 @@ def deliver_usage_command(once):
     rate = current_app.config["USAGE_DELIVERY_RATE"]
     click.echo(f"delivering usage events at most {rate}/s"
                + (": what can be claimed now" if once else " until stopped (SIGTERM or Ctrl-C)"))
-    totals = worker.run(get_provider(), current_app.config, once, _stop_on_signals())
+    with stop_on_signals() as stop:
+        totals = worker.run(get_provider(), current_app.config, once, stop)
     left = worker.pending_count() if once else 0
     click.echo(f"delivered {totals['delivered']}, failed {totals['failed']}, retried {totals['retry']}"
                + (f"; {left} pending left to other workers (claimed, or waiting out a retry)" if left else ""))

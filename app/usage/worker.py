@@ -57,7 +57,8 @@ def _idle_wait(once, poll, waiting):
 
 
 def run(provider, config, once, stop, poll=1.0):
-    """Deliver batches until ``stop`` (a ``threading.Event``) is set; return a ``Counter`` of outcomes.
+    """Deliver batches until ``stop`` (an ``app.stopping.Stop`` or a ``threading.Event``) is set; return a
+    ``Counter`` of outcomes.
 
     ``once``: until nothing is left that this run can claim, waiting out its own retries (see the module
     docstring). Delivered events past ``USAGE_RETENTION_DAYS`` are pruned at the start and hourly. A

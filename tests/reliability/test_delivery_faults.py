@@ -6,7 +6,6 @@ Attempts made meanwhile fail and back off (``NOTIFY_RETRY_DELAY=1``: 1 s, 4 s, 1
 server is up, each notification is sent by one worker, once.
 """
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from app.models.delivery import DELIVERED
 from app.notifications import notify
 from tests.receivers import SmtpSink
 from tests.signing import WEBHOOK_SECRET
-from tests.support.processes import ROOT
+from tests.support.processes import ROOT, stop_workers
 
 NOTIFICATIONS = 120
 OUTAGE_SECONDS = 3
@@ -76,9 +75,7 @@ def test_an_smtp_outage_delays_but_never_loses_or_repeats_a_notification(make_ap
             time.sleep(0.2)
         time.sleep(1)  # a late duplicate, if any, would arrive now
     finally:
-        for worker in workers:
-            worker.send_signal(signal.SIGTERM)
-        codes = [worker.wait(30) for worker in workers]
+        codes = stop_workers(workers, logs)
         smtp.stop()
 
     ids = smtp.message_ids()

@@ -29,7 +29,7 @@ from app.models import UsageEvent
 from app.models.usage import DELIVERED, PENDING
 from tests.depth import budget
 from tests.signing import WEBHOOK_SECRET
-from tests.support.processes import ROOT
+from tests.support.processes import ROOT, stop_workers
 from tests.support.usage import add_customer_user, make_key
 
 
@@ -78,10 +78,11 @@ def start_worker(database_url, emulator, log, *args):
                                 stdout=out, stderr=subprocess.STDOUT)
 
 
-def wait_for(condition, seconds=30, what=""):
+def wait_for(condition, logs, seconds=30):
+    """Wait until ``condition()``; past ``seconds``, fail with the workers' ``logs`` (paths) as they are then."""
     deadline = time.monotonic() + seconds
     while not condition():
-        assert time.monotonic() < deadline, what
+        assert time.monotonic() < deadline, [log.read_text()[-5000:] for log in logs]
         time.sleep(0.05)
 
 
@@ -95,7 +96,7 @@ def test_a_worker_killed_between_stripes_answer_and_its_commit_bills_each_event_
     emulator.add_fault("/v1/billing/meter_events", status=None, count=8, delay_seconds=30, after=True)
     worker = start_worker(database_url, emulator, tmp_path / "worker.log")
     try:
-        wait_for(lambda: len(emulator.store.meter_events) >= 8, what=(tmp_path / "worker.log").read_text())
+        wait_for(lambda: len(emulator.store.meter_events) >= 8, [tmp_path / "worker.log"])
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
     finally:
@@ -164,15 +165,12 @@ def test_two_workers_and_a_flaky_stripe_deliver_each_event_once(
         assert client.post("/usage/events", json=batch(user_id, start), headers=key).status_code == 202
     emulator.add_fault("/v1/billing/meter_events", status=429, count=60, probability=0.2)
     emulator.add_fault("/v1/billing/meter_events", status=500, count=40, probability=0.2, after=True)
-    workers = [start_worker(database_url, emulator, tmp_path / f"worker{n}.log") for n in (1, 2)]
+    logs = [tmp_path / f"worker{n}.log" for n in (1, 2)]
+    workers = [start_worker(database_url, emulator, log) for log in logs]
     try:
-        wait_for(lambda: count(app, UsageEvent.status == PENDING) == 0, seconds=90,
-                 what=[(tmp_path / f"worker{n}.log").read_text() for n in (1, 2)])
+        wait_for(lambda: count(app, UsageEvent.status == PENDING) == 0, logs, seconds=90)
     finally:
-        for worker in workers:
-            worker.send_signal(signal.SIGTERM)
-        for worker in workers:  # a worker finishes its batch first: on a loaded 2-core VM one took over 10 s
-            worker.wait(30)
+        assert stop_workers(workers, logs) == [0, 0]
     assert count(app, UsageEvent.status == DELIVERED) == 400
     assert len(emulator.store.meter_events) == 400, "each identifier reached Stripe once"
     assert witnessed(stripe_client, meter, customer) == expected(400)
