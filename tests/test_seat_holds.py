@@ -52,6 +52,24 @@ def test_a_declined_seat_paid_later_admits_its_invitee_once(team):
     assert charged(team, subscription_id) - before == SEAT
 
 
+def test_an_invitee_accepting_again_once_their_held_seat_is_paid_joins_by_it_and_pays_nothing_more(team):
+    """Review finding: the invitee accepted again after the held invoice was paid, before its webhook came. The
+    held seat was settled from Stripe (admitting them), then counted with the accept's own seat: a second seat
+    was charged (900) and the accept ended in a 500 on a duplicate membership. Now they join by the paid seat."""
+    subscription_id, invitation, invoice = declined_seat(team, "cy")
+    before = charged(team, subscription_id)
+    pay_on_stripes_page(invoice)
+    again = team.accept("cy", invitation)
+    assert again.status_code == 200 and again.json["id"] == team.org, again.json
+    assert team.client.get(team.base, headers=team.headers["cy"]).json["role"] == "member"
+    assert team.stripe_quantity(subscription_id) == team.members() == 2
+    assert charged(team, subscription_id) - before == SEAT, "one seat, paid once"
+    team.flow.deliver()
+    assert team.stripe_quantity(subscription_id) == team.members() == 2
+    assert kinds(team, team.headers["cy"]).count("invitation_accepted") == 1
+    assert team.accept("cy", invitation).json["error"]["code"] == "invalid_token", "the invitation is used"
+
+
 def test_a_removal_during_a_pending_seat_charge_waits_for_it(team):
     """Before: a removal while a seat's charge was pending was credited 900, and paying the pending invoice
     then applied the old absolute quantity: a seat nobody paid for, each round. Now every seat change waits

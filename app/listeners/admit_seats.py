@@ -9,6 +9,8 @@ told; unpaid when Stripe's pending update expires, the hold ends and the invitat
 held for that invoice, once: a redelivered or late event finds it settled; paid with nobody left to admit, the seat
 is given back (``seats.give_back``). ``customer.subscription.deleted``
 voids the invoice of a seat held on the subscription, which its writer ended (``seats.void_ended_hold``).
+The first invoice's ``invoice.paid`` (``billing_reason`` ``subscription_create``) gives back the seats of members
+who left while it was open: Stripe started the subscription at the quantity it was opened with.
 """
 from sqlalchemy import select
 
@@ -22,6 +24,7 @@ from app.signals import webhook_handled
 EVENT_TYPES = handled_by(ADMIT_SEATS)
 EXPIRED = "customer.subscription.pending_update_expired"
 DELETED = "customer.subscription.deleted"
+PAID = "invoice.paid"
 
 
 @webhook_handled.connect
@@ -37,19 +40,22 @@ def admit_seats(sender, event, **extra):
     billable = extra.get("billable") or state.billable_for_customer(objects.customer_id_of(obj))
     if billable is None:
         return False
+    if billable.kind != "organization":  # only an organisation's seats are held or follow members
+        return True
     if event["type"] == DELETED:
-        if billable.kind == "organization":
-            seats.void_ended_hold(billable, obj)
+        seats.void_ended_hold(billable, obj)
+        return True
+    if event["type"] == PAID and obj.get("billing_reason") == "subscription_create":
+        seats.give_back(billable, objects.subscription_id_of_invoice(obj), reason="started")
         return True
     invoice = objects.ref_id(obj.get("id") if obj.get("object") == "invoice" else obj.get("latest_invoice"))
-    # Only an organisation's seats are held; a user's own subscription has none.
     held = db.session.scalars(select(SeatChange).where(
         SeatChange.organization_id == billable.id, SeatChange.status == HELD,
-        SeatChange.invoice == invoice)).first() if invoice and billable.kind == "organization" else None
+        SeatChange.invoice == invoice)).first() if invoice else None
     if held is None:
         return True
     if event["type"] == EXPIRED:
         seats.expire(held)
     elif not seats.admit(held):
-        seats.give_back(billable, held)
+        seats.give_back(billable, held.provider_subscription)
     return True

@@ -1,5 +1,6 @@
 """Errors of organisations (CONTRACT "Additions (fifth round)", "Organisations"), in the one ``AppError`` tree."""
 from app.errors import AppError, Conflict, NotFound
+from app.subscription.errors import PaymentPending, PaymentRequired, SubscriptionPastDue
 
 
 class Forbidden(AppError):
@@ -77,3 +78,39 @@ class MemberOfOrganizations(Conflict):
         return cls("You are a member of more than one organisation whose seats are billed: leave them "
                    "(DELETE /organizations/<id>/members/<your id>) first, all but one, before deleting your account.",
                    details={"organizations": ids})
+
+
+class SeatChangePending(PaymentPending):
+    """409 ``payment_pending``: an earlier seat change waits for its invoice; every seat change waits for it."""
+
+    message = ("An earlier seat change of the organisation waits for its invoice to be paid (its owner and admins "
+               "have been told); members can join or leave once it is paid, or once Stripe drops it unpaid.")
+
+
+class SeatDeclined(PaymentRequired):
+    """402 ``payment_required`` to the invitee: the new seat's charge was not paid. No invoice details:
+    those go to the owner and admins (``payment_failed``, from Stripe's ``invoice.payment_failed``)."""
+
+    message = ("The organisation's payment for a new seat was declined, so you are not a member yet: the seat is "
+               "held for you, and you join (and are told) as soon as its owner or an admin pays the invoice. If it "
+               "is not paid before Stripe drops the change, the hold ends and the invitation stays valid.")
+
+
+class FirstPaymentOpen(PaymentPending):
+    """409 ``payment_pending`` to the invitee: the organisation's subscription is still being paid."""
+
+    message = ("The organisation's subscription is waiting for its first payment (an open Checkout, a payment or a "
+               "card to add), which covers the seats it was started with; accept the invitation again once it is "
+               "paid, or abandoned. The invitation stays valid.")
+
+
+class SeatsPastDue(SubscriptionPastDue):
+    """409 ``subscription_past_due`` to the invitee: the organisation's renewal payment failed. A seat added then
+    would be charged to the card that failed and, once charged, collected ahead of the unpaid renewal; the
+    renewal comes first, as for a user's own change (``current.priced``)."""
+
+    @classmethod
+    def for_status(cls, status):
+        return cls(f"The organisation's subscription is {status}: its last payment failed, and no seat is added until "
+                   "its owner or an admin updates the payment method and the open invoice is paid. Accept the "
+                   "invitation again then: it stays valid.", details={"status": status})

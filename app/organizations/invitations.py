@@ -204,7 +204,9 @@ def accept(user, token):
     seat is held for the caller until its invoice is paid (then the webhook admits them) or Stripe drops it (the
     invitation stays valid). While a seat change waits for payment, ``SeatChangePending`` (409); while the
     organisation's subscription is being started, ``FirstPaymentOpen`` (409): that payment covers only the
-    members before.
+    members before; while its renewal payment has failed, ``SeatsPastDue`` (409). Accepted again once the seat
+    held for the caller was paid, before its webhook came: Stripe says so, they join by that seat, and nothing
+    more is charged.
     """
     invitation = _redeemable(token)
     if user.email != invitation.email:
@@ -223,6 +225,9 @@ def accept(user, token):
         raise AlreadyMember("You are already a member of this organisation.")
     seats.refuse_while_first_payment_open(organization)
     seats.change_seats(organization, +1, "accept", invitation=invitation, user=user)
+    admitted = db.session.get(Membership, (organization.id, user.id))
+    if admitted is not None:  # by their own held seat, whose invoice was paid before its webhook came
+        return admitted
     notify_membership(organization, "member_joined", user, {"role": invitation.role})
     membership = Membership(organization_id=organization.id, user_id=user.id, role=invitation.role)
     db.session.add(membership)

@@ -21,31 +21,16 @@ from app import timeutil
 from app.billing import objects, prices
 from app.billing.provider import get_provider
 from app.billing.seats import seat_count
+from app.billing.statuses import DUNNING_STATUSES
 from app.extensions import db
 from app.idempotency import provider_key
 from app.models import Invitation, Membership, User
 from app.models.organization import MANAGERS
 from app.models.seat import ADMITTED, APPLIED, EXPIRED, HELD, SeatChange, held_on
 from app.notifications import notify_account, notify_membership
+from app.organizations.errors import FirstPaymentOpen, SeatChangePending, SeatDeclined, SeatsPastDue
 from app.subscription import current, schedules
-from app.subscription.errors import PaymentPending, PaymentRequired
 from app.timeutil import utcnow
-
-
-class SeatChangePending(PaymentPending):
-    """409 ``payment_pending``: an earlier seat change waits for its invoice; every seat change waits for it."""
-
-    message = ("An earlier seat change of the organisation waits for its invoice to be paid (its owner and admins "
-               "have been told); members can join or leave once it is paid, or once Stripe drops it unpaid.")
-
-
-class SeatDeclined(PaymentRequired):
-    """402 ``payment_required`` to the invitee: the new seat's charge was not paid. No invoice details:
-    those go to the owner and admins (``payment_failed``, from Stripe's ``invoice.payment_failed``)."""
-
-    message = ("The organisation's payment for a new seat was declined, so you are not a member yet: the seat is "
-               "held for you, and you join (and are told) as soon as its owner or an admin pays the invoice. If it "
-               "is not paid before Stripe drops the change, the hold ends and the invitation stays valid.")
 
 
 def seat_subscription(organization):
@@ -56,14 +41,6 @@ def seat_subscription(organization):
 # A subscription that has not started: its first payment (an intent's) or its card (a paused trial) is
 # still to come, and Stripe will charge it at the quantity it has, not at the members who joined since.
 NOT_STARTED_STATUSES = frozenset({"incomplete", "paused"})
-
-
-class FirstPaymentOpen(PaymentPending):
-    """409 ``payment_pending`` to the invitee: the organisation's subscription is still being paid."""
-
-    message = ("The organisation's subscription is waiting for its first payment (an open Checkout, a payment or a "
-               "card to add), which covers the seats it was started with; accept the invitation again once it is "
-               "paid, or abandoned. The invitation stays valid.")
 
 
 def refuse_while_first_payment_open(organization):
@@ -139,8 +116,11 @@ def change_seats(organization, delta, reason, invitation=None, user=None):
     role) until its invoice is paid or Stripe's pending update expires, and ``SeatDeclined`` (402) is
     raised: the caller commits the record. Fewer seats: ``PROVIDER_PRORATION``. While a seat change
     waits for payment, any change is ``SeatChangePending`` (409). Every change sent is recorded as a
-    ``SeatChange`` with Stripe's answer. Raises ``ProviderUnavailable`` (503) and ``ProviderRejected``
-    (502): then nothing changed here either. ``reason`` names the change in Stripe's idempotency key.
+    ``SeatChange`` with Stripe's answer. In dunning (``past_due``, ``unpaid``) no seat is added (``SeatsPastDue``,
+    409) and a seat removed is not credited. A seat held for ``user`` that Stripe says was paid admits them
+    here (``_refuse_while_pending``); nothing more is charged then. Raises ``ProviderUnavailable`` (503) and
+    ``ProviderRejected`` (502): then nothing changed here either. ``reason`` names the change in Stripe's
+    idempotency key.
     """
     subscription = seat_subscription(organization)
     # The seats are the licensed item's: a plan's metered items (no quantity) ride along uncounted.
@@ -148,16 +128,20 @@ def change_seats(organization, delta, reason, invitation=None, user=None):
     if len(licensed) != 1:
         return None
     _refuse_while_pending(organization, subscription)
+    if user is not None and db.session.get(Membership, (organization.id, user.id)) is not None:
+        return subscription  # their own held seat, paid a moment ago: settled just now, it admitted them
     item, provider = licensed[0], get_provider()
     count = seat_count(organization) + delta
     if item.quantity == count:
         return subscription
-    raising = count > (item.quantity or 0)
+    raising, dunning = count > (item.quantity or 0), subscription.provider_status in DUNNING_STATUSES
+    if raising and dunning:
+        raise SeatsPastDue.for_status(subscription.provider_status)
     params = {"items": [{"id": item.provider_id, "quantity": count}]}
     if raising:
         params.update(proration_behavior=prices.INVOICE_AT_ONCE, payment_behavior="pending_if_incomplete")
-    else:
-        params["proration_behavior"] = current_app.config["PROVIDER_PRORATION"]
+    else:  # in dunning the period was never paid for: its unused time is no credit to give (``cancel_now_terms``)
+        params["proration_behavior"] = "none" if dunning else current_app.config["PROVIDER_PRORATION"]
     previous = item.quantity or 0
     live = provider.update_subscription(subscription.provider_id, params,
                                         provider_key(organization, f"seats-{reason}-{previous}-{count}"))
@@ -223,13 +207,19 @@ def admit(held):
     return True
 
 
-def give_back(organization, unread=None):
-    """A held seat was paid but admitted nobody (its invitee or invitation gone): Stripe's quantity goes back to the
-    seats taken at once, prorated as a removal (``PROVIDER_PRORATION``), not by ``flask reconcile`` without credit.
-    ``unread``: that seat, when its subscription is not written as Stripe has it (``invoice.paid`` writes none)."""
+def give_back(organization, unread=None, reason="unclaimed"):
+    """Seats were paid that nobody takes: Stripe's quantity goes back to the seats taken at once, prorated as a
+    removal (``PROVIDER_PRORATION``), not by ``flask reconcile`` without credit. ``unclaimed``: a held seat paid
+    with its invitee or invitation gone; ``started``: the first invoice, paid at the quantity the subscription was
+    opened with, after members left meanwhile (they may; only accepts wait for it). ``unread``: the id of the
+    subscription, when it is not written as Stripe has it (``invoice.paid`` writes none): read first, one call."""
     if unread is not None:
-        current.write(organization, get_provider().retrieve_subscription(unread.provider_subscription))
-    change_seats(organization, 0, "unclaimed")
+        current.write(organization, get_provider().retrieve_subscription(unread))
+    subscription = seat_subscription(organization)
+    licensed = subscription.licensed_items if subscription is not None else []
+    # Only ever lowered: seats above what Stripe bills (a subscription made elsewhere, say) are reconcile's drift.
+    if len(licensed) == 1 and (licensed[0].quantity or 0) > seat_count(organization):
+        change_seats(organization, 0, reason)
 
 
 def void_ended_hold(organization, live):

@@ -140,5 +140,12 @@ def charged(team, subscription_id):
     return sum(i.amount_paid for i in team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id}).data)
 
 
+def credit_waiting(team, subscription_id):
+    """The net credit (minor units) of the prorations waiting for the subscription's next invoice: its proration
+    lines in Stripe's preview of it, a credit's negative amount counted positive."""
+    preview = team.flow.stripe.v1.invoices.create_preview(params={"subscription": subscription_id})
+    return -sum(line.amount for line in preview.lines.data if line.parent.subscription_item_details.proration)
+
+
 def me(team, name):
     return team.client.get("/auth/me", headers=team.headers[name]).json["id"]
