@@ -4,11 +4,13 @@ SIGTERM (a deploy, systemd, Kubernetes) and SIGINT (Ctrl-C) end the batch in fli
 The handler must take no lock. Python runs a signal handler in the main thread between two bytecodes,
 which can fall while that thread holds the lock inside ``threading.Event.wait``, and ``Event.set``
 there waits on that lock forever: the worker then ignores every later SIGTERM until it is killed
-(a ``flask deliver-usage`` did so in a CI run, its signal arriving as its one-second poll ended).
-So the handler sets a flag and writes a byte to a pipe, which wakes a ``wait`` blocked in ``select``.
+(``tests/test_stopping.py`` makes it happen; a ``flask deliver-usage`` that outlived its SIGTERM by 30 s in
+a CI run is why it was looked for, though what held that one was not seen). So the handler sets a flag
+and writes a byte to a pipe, which wakes a ``wait`` blocked in ``select``.
 
 SIGUSR1 prints every thread's stack to standard error (``faulthandler``) and goes on: what a worker
-that does not stop, or does not progress, is doing, without stopping it.
+that does not stop, or does not progress, is doing, without stopping it. A worker without a usable
+standard error (closed, or a command run in-process by click's runner) goes without.
 """
 import faulthandler
 import os
@@ -55,14 +57,25 @@ class Stop:
 def stop_on_signals():
     """Yield a ``Stop`` that SIGTERM and SIGINT set, while SIGUSR1 dumps the stacks; on exit, put back the
     handlers found and close its pipe."""
-    stop = Stop()
-    previous = {signum: signal.signal(signum, stop.set) for signum in SIGNALS}
-    # The process's own standard error: a command run in-process (click's runner) has swapped sys.stderr.
-    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
+    stop, previous, dumps = Stop(), {}, _dump_stacks_on_sigusr1()
     try:
+        for signum in SIGNALS:
+            previous[signum] = signal.signal(signum, stop.set)
         yield stop
     finally:
-        faulthandler.unregister(signal.SIGUSR1)
+        if dumps:
+            faulthandler.unregister(signal.SIGUSR1)
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            # None: the handler found was not set from Python; the default is the nearest to it.
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         stop.close()
+
+
+def _dump_stacks_on_sigusr1():
+    """Register SIGUSR1's stack dump on the process's own standard error; return whether it could be."""
+    # sys.__stderr__, not sys.stderr: a command run in-process (click's runner) has swapped the latter.
+    try:
+        faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
+    except (AttributeError, OSError, RuntimeError, ValueError):  # None, closed, or without a file descriptor
+        return False
+    return True

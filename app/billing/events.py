@@ -49,7 +49,8 @@ EVENT_TYPES = {
     "customer.subscription.pending_update_expired": EventType("subscription", True, (COMMIT_PLAN, ADMIT_SEATS)),
     # A trial ended without a card (paused: no plan) and a card resumed it: the status says which.
     "customer.subscription.paused": EventType("subscription", True, (COMMIT_PLAN,)),
-    "customer.subscription.resumed": EventType("subscription", True, (COMMIT_PLAN,)),
+    # Resumed, it bills the seats it paused with: those of members who left meanwhile are given back.
+    "customer.subscription.resumed": EventType("subscription", True, (COMMIT_PLAN, ADMIT_SEATS)),
     "invoice.paid": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT, ADMIT_SEATS)),
     "invoice.payment_succeeded": EventType("invoice", False, (COMMIT_PAYMENT_METHOD, SEND_RECEIPT, ADMIT_SEATS),
                                            twin_of="invoice.paid"),

@@ -10,7 +10,8 @@ held for that invoice, once: a redelivered or late event finds it settled; paid 
 is given back (``seats.give_back``). ``customer.subscription.deleted``
 voids the invoice of a seat held on the subscription, which its writer ended (``seats.void_ended_hold``).
 The first invoice's ``invoice.paid`` (``billing_reason`` ``subscription_create``) gives back the seats of members
-who left while it was open: Stripe started the subscription at the quantity it was opened with.
+who left while it was open: Stripe started the subscription at the quantity it was opened with; so does
+``customer.subscription.resumed`` for members who left while a trial was paused for its card.
 """
 from sqlalchemy import select
 
@@ -25,6 +26,7 @@ EVENT_TYPES = handled_by(ADMIT_SEATS)
 EXPIRED = "customer.subscription.pending_update_expired"
 DELETED = "customer.subscription.deleted"
 PAID = "invoice.paid"
+RESUMED = "customer.subscription.resumed"
 
 
 @webhook_handled.connect
@@ -46,7 +48,10 @@ def admit_seats(sender, event, **extra):
         seats.void_ended_hold(billable, obj)
         return True
     if event["type"] == PAID and obj.get("billing_reason") == "subscription_create":
-        seats.give_back(billable, objects.subscription_id_of_invoice(obj), reason="started")
+        seats.give_back_after_start(billable, obj)
+        return True
+    if event["type"] == RESUMED:  # written by the event: Stripe's quantity is the row's
+        seats.give_back(billable, reason="resumed")
         return True
     invoice = objects.ref_id(obj.get("id") if obj.get("object") == "invoice" else obj.get("latest_invoice"))
     held = db.session.scalars(select(SeatChange).where(

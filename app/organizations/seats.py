@@ -209,17 +209,27 @@ def admit(held):
 
 def give_back(organization, unread=None, reason="unclaimed"):
     """Seats were paid that nobody takes: Stripe's quantity goes back to the seats taken at once, prorated as a
-    removal (``PROVIDER_PRORATION``), not by ``flask reconcile`` without credit. ``unclaimed``: a held seat paid
-    with its invitee or invitation gone; ``started``: the first invoice, paid at the quantity the subscription was
-    opened with, after members left meanwhile (they may; only accepts wait for it). ``unread``: the id of the
-    subscription, when it is not written as Stripe has it (``invoice.paid`` writes none): read first, one call."""
+    removal (``change_seats``: ``PROVIDER_PRORATION``, none in dunning), not by ``flask reconcile`` without credit.
+    ``unclaimed``: a held seat paid with its invitee or invitation gone; ``started``/``resumed``: the subscription
+    billed from the quantity it was opened with, after members left meanwhile (they may; only accepts wait for
+    the first payment, and a trial paused for its card holds nobody back). ``unread``: the id of the subscription,
+    when it is not written as Stripe has it (``invoice.paid`` writes none): read first, one call."""
     if unread is not None:
         current.write(organization, get_provider().retrieve_subscription(unread))
     subscription = seat_subscription(organization)
     licensed = subscription.licensed_items if subscription is not None else []
-    # Only ever lowered: seats above what Stripe bills (a subscription made elsewhere, say) are reconcile's drift.
+    # Only ever lowered: members above the seats Stripe bills (a subscription made elsewhere, say) are drift, which
+    # flask reconcile sets, never a charge made from a webhook.
     if len(licensed) == 1 and (licensed[0].quantity or 0) > seat_count(organization):
         change_seats(organization, 0, reason)
+
+
+def give_back_after_start(organization, invoice):
+    """The subscription's first invoice (``subscription_create``), ``invoice``, was paid: seats it billed for members
+    who left while it was open are given back (``give_back``). No Stripe call unless it billed more than are taken."""
+    billed = max((line.get("quantity") or 0 for line in objects.list_data(invoice.get("lines"))), default=0)
+    if billed > seat_count(organization):
+        give_back(organization, objects.subscription_id_of_invoice(invoice), "started")
 
 
 def void_ended_hold(organization, live):

@@ -33,6 +33,16 @@ def refuse_while_scheduled(billable):
         raise ChangeScheduled.for_change(change)
 
 
+def refuse_seats_under_foreign_schedule(billable):
+    """Raise ``ScheduleNotOurs`` (409) while a schedule made elsewhere (the portal's downgrade, the Dashboard) manages
+    the billable's live subscription: its next phase keeps the seats it was made with, and ``follow_seats`` never
+    changes another's schedule, so seats bought now would not be billed from the phase's start."""
+    subscription = current.live_subscription(current.locked_subscriptions(billable))
+    change = subscription.scheduled_change if subscription is not None else None
+    if change and not change.get("ours"):
+        raise ScheduleNotOurs()
+
+
 def _phase_items(live_items):
     return [{"price": objects.price_of(item), "quantity": item["quantity"]} if not objects.is_metered(item)
             else {"price": objects.price_of(item)} for item in live_items]

@@ -197,7 +197,8 @@ def resume():
 def quantity(body):
     """Set the seats (``quantity`` 1-10,000) of the live subscription; more seats are charged at once, fewer
     follow ``PROVIDER_PRORATION``; errors as ``/subscription/swap``. A change scheduled for the period's end
-    keeps the new seats (``schedules.follow_seats``)."""
+    keeps the new seats (``schedules.follow_seats``); one scheduled elsewhere is 409 ``schedule_not_ours``."""
+    schedules.refuse_seats_under_foreign_schedule(current_billable())
     subscription = management.set_quantity(current_billable(), body["quantity"])
     schedules.follow_seats(current_billable(), subscription, body["quantity"])
     return {"subscription": presentation.present_subscription(subscription)}

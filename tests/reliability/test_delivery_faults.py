@@ -75,8 +75,10 @@ def test_an_smtp_outage_delays_but_never_loses_or_repeats_a_notification(make_ap
             time.sleep(0.2)
         time.sleep(1)  # a late duplicate, if any, would arrive now
     finally:
-        codes = stop_workers(workers, logs)
-        smtp.stop()
+        try:
+            codes = stop_workers(workers, logs)
+        finally:
+            smtp.stop()
 
     ids = smtp.message_ids()
     with app.app_context():
