@@ -3,10 +3,12 @@
 SIGTERM (a deploy, systemd, Kubernetes) and SIGINT (Ctrl-C) end the batch in flight, then the loop.
 The handler must take no lock. Python runs a signal handler in the main thread between two bytecodes,
 which can fall while that thread holds the lock inside ``threading.Event.wait``, and ``Event.set``
-there waits on that lock forever: the worker then ignores every later SIGTERM until it is killed
-(``tests/test_stopping.py`` makes it happen; a ``flask deliver-usage`` that outlived its SIGTERM by 30 s in
-a CI run is why it was looked for, though what held that one was not seen). So the handler sets a flag
-and writes a byte to a pipe, which wakes a ``wait`` blocked in ``select``.
+there waits on that lock forever: the worker then ignores every later SIGTERM until it is killed.
+Python's ``signal`` docs warn against locks in handlers; django-ox#45 measured about one hang in a
+thousand stops of an idle worker so made; ``tests/test_stopping.py`` makes it happen. (A ``flask
+deliver-usage`` that outlived its SIGTERM by 30 s in a CI run is why it was looked for, though what held
+that one was not seen.) So the handler sets a flag and writes a byte to a pipe, which wakes a ``wait``
+blocked in ``select``.
 
 SIGUSR1 prints every thread's stack to standard error (``faulthandler``) and goes on: what a worker
 that does not stop, or does not progress, is doing, without stopping it. A worker without a usable

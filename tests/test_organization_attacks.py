@@ -274,17 +274,3 @@ def test_accepting_again_after_a_declined_seat_waits_for_that_invoice(team):
     assert again.status_code == 409 and again.json["error"]["code"] == "payment_pending", again.json
     open_invoices = team.flow.stripe.v1.invoices.list(params={"subscription": subscription_id, "status": "open"}).data
     assert len(open_invoices) == 1 and team.members() == 1
-
-
-def test_an_organisations_portal_changes_no_plan_since_its_schedule_would_fix_the_seats(team, configure):
-    """Review finding (``PROVIDER_PORTAL_PLAN_CHANGES=true``): a downgrade in the portal puts the subscription on a
-    schedule of Stripe's whose next phase keeps today's seats, which members joining since do not follow (only the
-    service's own schedule is changed): the next period billed fewer seats than members. An organisation's portal
-    is the locked one; its owner schedules a downgrade with the service's swap, whose schedule seats follow."""
-    configure(PROVIDER_PORTAL_PLAN_CHANGES=True)
-    subscription_id = team.subscribe()
-    url = team.client.post(f"{team.base}/subscription/portal", json={}, headers=team.ada).json["url"]
-    assert portal_plan_changes(team.flow, url) is None, "the locked configuration"
-    assert requests.post(f"{url}/subscriptions/{subscription_id}/swap", data={"price": team.flow.prices["pro"]},
-                         timeout=10).status_code == 403
-    assert team.flow.stripe.v1.subscriptions.retrieve(subscription_id).schedule is None

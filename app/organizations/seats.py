@@ -211,24 +211,24 @@ def give_back(organization, unread=None, reason="unclaimed"):
     """Seats were paid that nobody takes: Stripe's quantity goes back to the seats taken at once, prorated as a
     removal (``change_seats``: ``PROVIDER_PRORATION``, none in dunning), not by ``flask reconcile`` without credit.
     ``unclaimed``: a held seat paid with its invitee or invitation gone; ``started``/``resumed``: the subscription
-    billed from the quantity it was opened with, after members left meanwhile (they may; only accepts wait for
-    the first payment, and a trial paused for its card holds nobody back). ``unread``: the id of the subscription,
-    when it is not written as Stripe has it (``invoice.paid`` writes none): read first, one call."""
+    billed from the quantity it was opened with, after members left meanwhile (only accepts wait for the first
+    payment). ``unread``: the subscription's id, when not written as Stripe has it (``invoice.paid`` writes none)."""
     if unread is not None:
         current.write(organization, get_provider().retrieve_subscription(unread))
     subscription = seat_subscription(organization)
     licensed = subscription.licensed_items if subscription is not None else []
-    # Only ever lowered: members above the seats Stripe bills (a subscription made elsewhere, say) are drift, which
-    # flask reconcile sets, never a charge made from a webhook.
+    # Only lowered: members above the seats billed (a subscription made elsewhere) are reconcile's drift.
     if len(licensed) == 1 and (licensed[0].quantity or 0) > seat_count(organization):
         change_seats(organization, 0, reason)
 
 
 def give_back_after_start(organization, invoice):
     """The subscription's first invoice (``subscription_create``), ``invoice``, was paid: seats it billed for members
-    who left while it was open are given back (``give_back``). No Stripe call unless it billed more than are taken."""
-    billed = max((line.get("quantity") or 0 for line in objects.list_data(invoice.get("lines"))), default=0)
-    if billed > seat_count(organization):
+    who left while it was open are given back (``give_back``). No Stripe call unless it billed more than are taken,
+    or its lines are not all in the event."""
+    lines = invoice.get("lines") or {}
+    billed = max((line.get("quantity") or 0 for line in objects.list_data(lines)), default=None)
+    if billed is None or lines.get("has_more") or billed > seat_count(organization):
         give_back(organization, objects.subscription_id_of_invoice(invoice), "started")
 
 

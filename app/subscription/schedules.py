@@ -36,11 +36,13 @@ def refuse_while_scheduled(billable):
 def refuse_seats_under_foreign_schedule(billable):
     """Raise ``ScheduleNotOurs`` (409) while a schedule made elsewhere (the portal's downgrade, the Dashboard) manages
     the billable's live subscription: its next phase keeps the seats it was made with, and ``follow_seats`` never
-    changes another's schedule, so seats bought now would not be billed from the phase's start."""
+    changes another's schedule, so seats bought now would not be billed from the phase's start. Stripe is asked
+    (the subscription, and its schedule when it names one: at most two calls), not the stored ``scheduled_change``:
+    a portal's schedule may be seconds old, its webhook still to come, and one released since may still be stored."""
     subscription = current.live_subscription(current.locked_subscriptions(billable))
-    change = subscription.scheduled_change if subscription is not None else None
-    if change and not change.get("ours"):
-        raise ScheduleNotOurs()
+    if subscription is not None:
+        provider = get_provider()
+        _own_schedule(provider, provider.retrieve_subscription(subscription.provider_id))
 
 
 def _phase_items(live_items):

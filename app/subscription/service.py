@@ -226,16 +226,12 @@ def portal_url(billable, return_url=None):
     The session runs under the service's portal configuration (``app.billing.portal``): plan changes
     only while the subscription entitles with nothing pending (not in dunning, no ``pending_update``,
     no trial awaiting its card) and has no metered items, so the portal cannot go around ``409
-    payment_pending``, dunning or a plan's usage prices; never for an organisation, whose seats follow
-    its members: the schedule the portal makes for a downgrade fixes the next period's seats at today's
-    count (``schedules.follow_seats`` changes only the service's own), so its owner changes plans with
-    ``POST /organizations/<id>/subscription/swap`` instead.
+    payment_pending``, dunning or a plan's usage prices.
     """
     provider = get_provider()
     subscription = plans.entitled_subscription(billable)
     # A subscription with metered items is locked too: the portal would swap its licensed price alone.
-    plan_changes = billable.kind != "organization" and subscription is not None \
-        and subscription.pending_price is None \
+    plan_changes = subscription is not None and subscription.pending_price is None \
         and subscription.pending_quantity is None and subscription.provider_status in VALID_STATUSES \
         and subscription.licensed_items == list(subscription.items)
     configuration = portal.configuration_id(provider, plan_changes)
