@@ -8,6 +8,7 @@ change's answer, webhooks, sync), whatever order and however often the webhooks 
 import json
 import random
 
+from app.billing.call_costs import PROVIDER_CALL_COSTS
 from app.extensions import db
 from app.models import Notification, Organization, Subscription, WebhookEvent
 from app.subscription import schedules
@@ -15,6 +16,7 @@ from tests.support.billing import (  # noqa: F401 (prices: the five plans)
     DAY,
     invoices,
     live_schedule,
+    measured,
     post,
     prices,
     renews_on_basic,
@@ -151,7 +153,8 @@ def test_cancelling_at_the_period_end_releases_the_schedule_first(flow):
 def test_seats_changed_while_a_change_is_scheduled_follow_into_the_next_phase(flow):
     subscription_id = subscribe(flow, "pro")
     swap_later(flow, "basic")
-    post(flow, "/subscription/quantity", {"quantity": 3})
+    status, calls = measured(flow, lambda: post(flow, "/subscription/quantity", {"quantity": 3}))
+    assert status == 200 and calls <= PROVIDER_CALL_COSTS["subscription.quantity"], calls
     schedule = live_schedule(flow, subscription_id)
     assert [p["items"][0]["quantity"] for p in schedule.phases] == [3, 3]
     assert state(flow)["subscription"]["scheduled_change"]["quantity"] == 3

@@ -17,7 +17,6 @@ def team(live, emulator, stripe_client, prices):
     return Team(start_flow(live, emulator, stripe_client, prices))
 
 
-
 def past_due(team, subscription_id):
     team.flow.emulator.fail_next_renewal(subscription_id)
     team.flow.emulator.advance(31 * 86400)

@@ -40,9 +40,9 @@ PROVIDER_CALL_COSTS = {
     # at the period's end: the live subscription, its schedule and its release (CONTRACT "Plan changes at the
     # period's end": released first), then the update
     "subscription.cancel": 4 + MIGRATION,
-    # the live subscription and its schedule (one made elsewhere refuses), the update, then a scheduled change's
-    # schedule read and its phases' seats updated
-    "subscription.quantity": 5 + MIGRATION,
+    # the live subscription and its schedule (one made elsewhere refuses), a pending change re-read, the update,
+    # then a scheduled change's schedule read and its phases' seats updated
+    "subscription.quantity": 6 + MIGRATION,
     # the live subscription, its schedule, the release
     "subscription.withdraw_scheduled_change": 3,
     "subscription.resume": 1 + MIGRATION,

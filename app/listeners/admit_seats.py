@@ -25,13 +25,14 @@ from app.signals import webhook_handled
 EVENT_TYPES = handled_by(ADMIT_SEATS)
 EXPIRED = "customer.subscription.pending_update_expired"
 DELETED = "customer.subscription.deleted"
-PAID = "invoice.paid"
 RESUMED = "customer.subscription.resumed"
 
 
 @webhook_handled.connect
 def admit_seats(sender, event, **extra):
-    """Admit the invitee of the seat held for the event's invoice, or end the hold when Stripe dropped it.
+    """Admit the invitee of the seat held for the event's invoice, or end the hold when Stripe dropped it; void an
+    ended subscription's held invoice; give back the seats of members who left before the first invoice was paid or
+    while a trial was paused (the module docstring).
 
     Returns ``True`` when the event is one of its types and names a known customer (the billable, locked
     by the webhook), as the other listeners do.
@@ -47,7 +48,7 @@ def admit_seats(sender, event, **extra):
     if event["type"] == DELETED:
         seats.void_ended_hold(billable, obj)
         return True
-    if event["type"] == PAID and obj.get("billing_reason") == "subscription_create":
+    if obj.get("object") == "invoice" and obj.get("billing_reason") == "subscription_create":  # or its twin
         seats.give_back_after_start(billable, obj)
         return True
     if event["type"] == RESUMED:  # written by the event: Stripe's quantity is the row's

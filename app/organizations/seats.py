@@ -10,9 +10,10 @@ declined, Stripe keeps the old quantity and the change in its ``pending_update``
 for the invitee, who is admitted by the webhook that says its invoice was paid (``admit``), and the hold
 ends when Stripe drops the update unpaid (``expire``). Every other seat change waits meanwhile (409), so
 the quantity the pending update applies is never above what was paid for. A seat removed follows
-``PROVIDER_PRORATION``. Without a live subscription nothing is sent: members join freely, and a new
-subscription starts at the member count; but while one is being started (its first payment or Checkout
-open) nobody joins (``refuse_while_first_payment_open``). Nothing here commits.
+``PROVIDER_PRORATION``; in dunning it is not credited, and none is added (409). Without a live
+subscription nothing is sent: members join freely, and a new subscription starts at the member count;
+but while one is being started (its first payment or Checkout open) nobody joins
+(``refuse_while_first_payment_open``). Nothing here commits.
 """
 from flask import current_app
 from sqlalchemy import delete, select
@@ -223,9 +224,8 @@ def give_back(organization, unread=None, reason="unclaimed"):
 
 
 def give_back_after_start(organization, invoice):
-    """The subscription's first invoice (``subscription_create``), ``invoice``, was paid: seats it billed for members
-    who left while it was open are given back (``give_back``). No Stripe call unless it billed more than are taken,
-    or its lines are not all in the event."""
+    """The first invoice (``subscription_create``) was paid: seats it billed for members who left while it was open
+    are given back (``give_back``); no Stripe call unless it billed more than are taken, or lines are missing."""
     lines = invoice.get("lines") or {}
     billed = max((line.get("quantity") or 0 for line in objects.list_data(lines)), default=None)
     if billed is None or lines.get("has_more") or billed > seat_count(organization):
