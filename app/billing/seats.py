@@ -53,11 +53,9 @@ def set_seats(provider, organization, dry_run=False):
     """
     subscription = plans.newest([s for s in organization.subscriptions if s.provider_status in LIVE_STATUSES])
     members = seat_count(organization)
-    # The seats are the licensed item's: a plan's metered items (no quantity) are not seats.
-    licensed = subscription.licensed_items if subscription is not None else []
-    if len(licensed) != 1 or licensed[0].quantity == members or _seat_change_waits(organization, subscription):
+    item = subscription.seat_item if subscription is not None else None
+    if item is None or item.quantity == members or _seat_change_waits(organization, subscription):
         return None
-    item = licensed[0]
     drift = SeatDrift(organization.id, organization.name, item.quantity, members)
     if not dry_run:
         live = provider.update_subscription(

@@ -67,6 +67,13 @@ class Subscription(db.Model):
         ``quantity`` (Stripe gives a licensed item one, always; CONTRACT "Usage-based billing")."""
         return [item for item in self.items if item.quantity is not None]
 
+    @property
+    def seat_item(self):
+        """The one licensed item, whose ``quantity`` is the seats (a plan's metered items ride along uncounted), or
+        ``None`` when there is not exactly one."""
+        licensed = self.licensed_items
+        return licensed[0] if len(licensed) == 1 else None
+
     def __repr__(self):
         return f"<Subscription {self.provider_id} {self.provider_status}>"
 

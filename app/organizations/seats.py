@@ -124,14 +124,13 @@ def change_seats(organization, delta, reason, invitation=None, user=None):
     idempotency key.
     """
     subscription = seat_subscription(organization)
-    # The seats are the licensed item's: a plan's metered items (no quantity) ride along uncounted.
-    licensed = subscription.licensed_items if subscription is not None else []
-    if len(licensed) != 1:
+    item = subscription.seat_item if subscription is not None else None
+    if item is None:
         return None
     _refuse_while_pending(organization, subscription)
     if user is not None and db.session.get(Membership, (organization.id, user.id)) is not None:
         return subscription  # their own held seat, paid a moment ago: settled just now, it admitted them
-    item, provider = licensed[0], get_provider()
+    provider = get_provider()
     count = seat_count(organization) + delta
     if item.quantity == count:
         return subscription
@@ -217,9 +216,9 @@ def give_back(organization, unread=None, reason="unclaimed"):
     if unread is not None:
         current.write(organization, get_provider().retrieve_subscription(unread))
     subscription = seat_subscription(organization)
-    licensed = subscription.licensed_items if subscription is not None else []
+    item = subscription.seat_item if subscription is not None else None
     # Only lowered: members above the seats billed (a subscription made elsewhere) are reconcile's drift.
-    if len(licensed) == 1 and (licensed[0].quantity or 0) > seat_count(organization):
+    if item is not None and (item.quantity or 0) > seat_count(organization):
         change_seats(organization, 0, reason)
 
 
